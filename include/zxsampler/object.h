@@ -1,0 +1,86 @@
+// Handles and the objects behind them: close, duplicate, get_info, map an IOBuffer region, and
+// handles for the process and its threads.
+//
+// Handles work as on Fuchsia: a 32-bit value naming an object and a set of rights, checked in
+// Fuchsia's order (invalid handle -> ZX_ERR_BAD_HANDLE, wrong object type -> ZX_ERR_WRONG_TYPE,
+// missing rights -> ZX_ERR_ACCESS_DENIED). All calls are thread-safe; none is
+// async-signal-safe.
+#ifndef ZXSAMPLER_OBJECT_H_
+#define ZXSAMPLER_OBJECT_H_
+
+#include <pthread.h>
+#include <zxsampler/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Closes a handle. Closing ZX_HANDLE_INVALID is ZX_OK. Closing the last handle of the sampler's
+// IOBuffer stops the session (if running) and destroys it; mappings made with
+// zxs_vmar_map_iob() stay valid. ZX_ERR_BAD_HANDLE: not a live handle.
+ZXS_API zx_status_t zxs_handle_close(zx_handle_t handle);
+
+// Duplicates a handle with `rights` (a subset of the handle's rights, or ZX_RIGHT_SAME_RIGHTS).
+//   ZX_ERR_BAD_HANDLE not a live handle; ZX_ERR_ACCESS_DENIED the handle lacks
+//   ZX_RIGHT_DUPLICATE; ZX_ERR_INVALID_ARGS rights not a subset or out NULL;
+//   ZX_ERR_NO_RESOURCES handle table full.
+ZXS_API zx_status_t zxs_handle_duplicate(zx_handle_t handle, zx_rights_t rights, zx_handle_t* out);
+
+// Object information. Topics:
+//   ZX_INFO_HANDLE_BASIC  any handle; one zx_info_handle_basic_t.
+//   ZX_INFO_IOB           an IOBuffer with ZX_RIGHT_INSPECT; one zx_info_iob_t.
+//   ZX_INFO_IOB_REGIONS   an IOBuffer with ZX_RIGHT_INSPECT; an array of zx_iob_region_info_t,
+//                         as many as fit; *actual = written, *avail = region count.
+// `actual` and `avail` may be NULL. Statuses: handle errors; ZX_ERR_NOT_SUPPORTED unknown topic;
+// ZX_ERR_BUFFER_TOO_SMALL buffer too small for a single-record topic; ZX_ERR_INVALID_ARGS
+// buffer NULL with a non-zero size.
+ZXS_API zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic, void* buffer,
+                                size_t buffer_size, size_t* actual, size_t* avail);
+
+// The root VMAR of the process (a constant handle that is never closed).
+ZXS_API zx_handle_t zxs_vmar_root_self(void);
+
+// Maps `region_len` bytes of region `region_index` of an IOBuffer, from `region_offset`,
+// read-only. `options` must ask for ZX_VM_PERM_READ and nothing else (ZX_VM_SPECIFIC is not
+// supported; `vmar_offset` must be 0). The mapping stays valid after the handle is closed and
+// after a new session is created, until zxs_vmar_unmap().
+//   vmar: handle errors (a VMAR); iob: handle errors (needs ZX_RIGHT_MAP).
+//   ZX_ERR_ACCESS_DENIED  write or execute permission asked for.
+//   ZX_ERR_INVALID_ARGS   region_len 0, offset or length not page-aligned, no read permission,
+//                         mapped_addr NULL, vmar_offset != 0, ZX_VM_SPECIFIC.
+//   ZX_ERR_OUT_OF_RANGE   no such region, or offset + length past its end.
+ZXS_API zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, size_t vmar_offset,
+                             zx_handle_t iob, uint32_t region_index, uint64_t region_offset,
+                             size_t region_len, zx_vaddr_t* mapped_addr);
+
+// Unmaps what zxs_vmar_map_iob() mapped. ZX_ERR_INVALID_ARGS: address or length not
+// page-aligned or length 0. ZX_ERR_BAD_HANDLE / ZX_ERR_WRONG_TYPE: vmar.
+ZXS_API zx_status_t zxs_vmar_unmap(zx_handle_t vmar, zx_vaddr_t addr, size_t len);
+
+// The calling process (a constant handle that is never closed). Its koid is the pid on Linux.
+ZXS_API zx_handle_t zxs_process_self(void);
+
+// The calling thread: a constant handle per thread that is never closed and dies with the
+// thread (like Fuchsia's zx_thread_self()). Rights include READ and DUPLICATE; its koid is the
+// tid on Linux. Returns ZX_HANDLE_INVALID only when the handle table is full.
+ZXS_API zx_handle_t zxs_thread_self(void);
+
+// A new handle to another thread of this process (close it when done). The thread's stack
+// bounds are recorded now, which sampling needs.
+//   ZX_ERR_INVALID_ARGS out NULL; ZX_ERR_BAD_STATE the thread has exited;
+//   ZX_ERR_NOT_SUPPORTED the backend cannot name other threads; ZX_ERR_NO_RESOURCES table full.
+ZXS_API zx_status_t zxs_thread_get(pthread_t thread, zx_handle_t* out);
+
+// The page size regions are rounded to.
+ZXS_API uint32_t zxs_system_get_page_size(void);
+
+// The monotonic tick counter samples are stamped with, and its rate (non-zero).
+// Both are async-signal-safe.
+ZXS_API zx_ticks_t zxs_ticks_get(void);
+ZXS_API zx_ticks_t zxs_ticks_per_second(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ZXSAMPLER_OBJECT_H_

@@ -1,0 +1,125 @@
+// The thread sampler: Zircon's zx_sampler_* calls, portable.
+//
+// One session at a time per process. zxs_sampler_create() returns an IOBuffer handle with one
+// region per CPU online at the call; zxs_sampler_attach() selects threads; between
+// zxs_sampler_start() and zxs_sampler_stop() every attached thread is interrupted about once per
+// `period` of its own CPU time, its stack is walked by frame pointers and one FXT "Large BLOB with
+// metadata" record of PCs is written into the region of the CPU it runs on. The full contract,
+// status by status, is docs/sampler-contract.md.
+//
+// None of these calls is async-signal-safe. All are thread-safe.
+#ifndef ZXSAMPLER_SAMPLER_H_
+#define ZXSAMPLER_SAMPLER_H_
+
+#include <stdbool.h>
+#include <zxsampler/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zx_sampler_config {
+  // Nanoseconds of a thread's CPU time between two of its samples; >= ZX_SAMPLER_MIN_PERIOD.
+  zx_duration_mono_t period;
+  // Bytes per CPU region; rounded up to the page size.
+  size_t buffer_size;
+  // Must be ZX_IOB_DISCIPLINE_NONE.
+  uint64_t iobuffer_discipline;
+} zx_sampler_config_t;
+
+#define ZX_SAMPLER_MIN_PERIOD ((zx_duration_mono_t)10000)      /* 10 us */
+#define ZX_SAMPLER_MAX_BUFFER_SIZE ((size_t)1u << 30)          /* 1 GiB */
+#define ZX_SAMPLER_MAX_FRAMES 64
+
+// Hands the program a handle to the debug resource, the host's stand-in for Fuchsia's
+// ZX_RSRC_KIND_SYSTEM / ZX_RSRC_SYSTEM_DEBUG_BASE resource that zxs_sampler_create() requires.
+// Each call returns a new handle (rights: DUPLICATE | TRANSFER | INSPECT); close it when done.
+// ZX_ERR_INVALID_ARGS: out is NULL. ZX_ERR_NO_RESOURCES: handle table full.
+ZXS_API zx_status_t zxs_debug_resource_get(zx_handle_t* out);
+
+// Run-time switch, the host's counterpart of Fuchsia's kernel.enable-debugging-syscalls boot
+// option. When off, create/attach/start/stop return ZX_ERR_NOT_SUPPORTED. It starts as the
+// environment variable ZXSAMPLER_DEBUGGING_SYSCALLS says at the first sampler call ("0", "false"
+// or "off" turn it off; anything else or unset leaves it on) and can be changed with this call.
+// Turning it off does not stop a running session.
+ZXS_API void zxs_set_debugging_syscalls_enabled(bool enabled);
+ZXS_API bool zxs_debugging_syscalls_enabled(void);
+
+// True when the library was built with sampling (meson option `sampler`, the counterpart of
+// Fuchsia's experimental_thread_sampler_enabled build flag).
+ZXS_API bool zxs_sampler_compiled_in(void);
+
+// Creates the session. `config_size` must be sizeof(zx_sampler_config_t).
+// *iob_out is set to ZX_HANDLE_INVALID before any check. Statuses, first failing check wins:
+//   ZX_ERR_NOT_SUPPORTED  sampling compiled out or switched off at run time.
+//   ZX_ERR_BAD_HANDLE     rsrc is not a valid handle.
+//   ZX_ERR_WRONG_TYPE     rsrc is not a resource.
+//   ZX_ERR_ACCESS_DENIED  rsrc is a resource of another kind than the debug resource.
+//   ZX_ERR_INVALID_ARGS   options != 0; config NULL; wrong config_size; discipline != 0;
+//                         buffer_size 0 or > ZX_SAMPLER_MAX_BUFFER_SIZE; period below the
+//                         minimum; iob_out NULL.
+//   ZX_ERR_ALREADY_EXISTS a session exists (until the last handle to its IOBuffer is closed).
+//   ZX_ERR_NO_MEMORY      regions could not be allocated.
+// The returned handle has the IOBuffer's default rights plus ZX_RIGHT_APPLY_PROFILE.
+ZXS_API zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
+                               const zx_sampler_config_t* config, size_t config_size,
+                               zx_handle_t* iob_out);
+
+// Selects a thread for sampling; allowed while the session is configured or running (a thread
+// attached while running is sampled from then on). Attaching twice is not an error. A thread
+// that exits is detached by itself and leaves nothing behind. Statuses:
+//   ZX_ERR_NOT_SUPPORTED  as for create.
+//   thread: ZX_ERR_BAD_HANDLE / ZX_ERR_WRONG_TYPE / ZX_ERR_ACCESS_DENIED (needs ZX_RIGHT_READ);
+//   then iob: the same three (needs ZX_RIGHT_APPLY_PROFILE).
+//   ZX_ERR_BAD_STATE      the IOBuffer is not the live session's, or the thread has exited.
+//   ZX_ERR_NO_RESOURCES   too many attached threads, or the backend could not create the
+//                         thread's sampling source.
+ZXS_API zx_status_t zxs_sampler_attach(zx_handle_t iob, zx_handle_t thread);
+
+// Enables writes on every CPU and arms sampling of every attached thread. A restart after stop
+// continues where the last run left off (write positions are never reset).
+//   ZX_ERR_NOT_SUPPORTED, handle errors as for attach (iob needs ZX_RIGHT_APPLY_PROFILE),
+//   ZX_ERR_BAD_STATE when already running (nothing changes).
+ZXS_API zx_status_t zxs_sampler_start(zx_handle_t iob);
+
+// Stops sampling and returns only when no further byte will be written to any region
+// (three-phase shutdown). Then map the regions and read them.
+//   ZX_ERR_NOT_SUPPORTED, handle errors as for start, ZX_ERR_BAD_STATE when not running.
+ZXS_API zx_status_t zxs_sampler_stop(zx_handle_t iob);
+
+// Which mechanism interrupts attached threads.
+typedef enum zxs_sample_source {
+  ZXS_SOURCE_NONE = 0,        // nothing armed yet
+  ZXS_SOURCE_PERF_TASK_CLOCK, // Linux perf_event software task-clock, signal to the thread
+  ZXS_SOURCE_CPU_CLOCK_TIMER, // POSIX timer on the thread's CPU clock (tick-granular)
+  ZXS_SOURCE_SAMPLER_THREAD,  // a sampler thread suspends targets (macOS)
+  ZXS_SOURCE_KERNEL,          // the Fuchsia kernel's own sampler
+  ZXS_SOURCE_FAKE,            // deterministic test backend
+} zxs_sample_source_t;
+
+// Counters of a session, summed over CPUs and threads since create.
+typedef struct zxs_sampler_stats {
+  zxs_sample_source_t source;     // the active source (the last one armed)
+  const char* backend;            // "linux", "macos", "fuchsia", "fake"
+  zx_duration_t requested_period; // from the config
+  zx_duration_t effective_period; // largest period in force now (raised by throttling, or the
+                                  // source's resolution)
+  uint32_t attached_threads;      // live attached threads
+  uint64_t samples_written;       // records written
+  uint64_t dropped_full;          // samples lost because the CPU's region was full
+  uint64_t dropped_other;         // lost for another reason (no region for the CPU, stale thread)
+  uint64_t walks_truncated;       // stacks deeper than ZX_SAMPLER_MAX_FRAMES
+  uint64_t throttled;             // times a thread's period was raised to protect the host
+  uint64_t overruns;              // periods the source reports as missed
+  uint64_t source_failures;       // sources that could not be armed and fell back or failed
+} zxs_sampler_stats_t;
+
+// Reads the session's counters. Needs ZX_RIGHT_INSPECT on the IOBuffer.
+//   handle errors as above; ZX_ERR_BAD_STATE not the live session; ZX_ERR_INVALID_ARGS NULL.
+ZXS_API zx_status_t zxs_sampler_get_stats(zx_handle_t iob, zxs_sampler_stats_t* stats);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ZXSAMPLER_SAMPLER_H_

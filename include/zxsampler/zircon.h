@@ -1,0 +1,85 @@
+// Fuchsia's names for the calls this library provides, so a program written against Fuchsia's
+// documentation compiles and runs unchanged on a host:
+//
+//   #include <zxsampler/zircon.h>
+//   zx_handle_t iob;
+//   zx_sampler_config_t config = {.period = ZX_MSEC(1), .buffer_size = 1 << 20};
+//   zx_sampler_create(debug_resource, 0, &config, sizeof(config), &iob);  // the docs' form
+//   zx_sampler_create(debug_resource, 0, &config, &iob);                  // the kernel's form
+//
+// Every name is a static inline wrapper (or, for zx_sampler_create, a macro choosing one by
+// argument count) over the zxs_* functions; statuses, thread- and signal-safety are theirs
+// (see sampler.h and object.h). On Fuchsia, include <zircon/syscalls.h> instead.
+#ifndef ZXSAMPLER_ZIRCON_H_
+#define ZXSAMPLER_ZIRCON_H_
+
+#include <zxsampler/object.h>
+#include <zxsampler/sampler.h>
+#include <zxsampler/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZX_NSEC(n) ((zx_duration_t)(n))
+#define ZX_USEC(n) ((zx_duration_t)(1000ll * (n)))
+#define ZX_MSEC(n) ((zx_duration_t)(1000000ll * (n)))
+#define ZX_SEC(n) ((zx_duration_t)(1000000000ll * (n)))
+
+// The five-argument form of the syscall page.
+static inline zx_status_t zx_sampler_create_with_size(zx_handle_t rsrc, uint64_t options,
+                                                      const zx_sampler_config_t* config,
+                                                      size_t config_size, zx_handle_t* iob_out) {
+  return zxs_sampler_create(rsrc, options, config, config_size, iob_out);
+}
+
+// The four-argument form of the kernel of the same era (no config_size).
+static inline zx_status_t zx_sampler_create_without_size(zx_handle_t rsrc, uint64_t options,
+                                                         const zx_sampler_config_t* config,
+                                                         zx_handle_t* iob_out) {
+  return zxs_sampler_create(rsrc, options, config, sizeof(zx_sampler_config_t), iob_out);
+}
+
+#define ZXS_PICK_5TH_OR_4TH_(a1, a2, a3, a4, a5, name, ...) name
+#define zx_sampler_create(...)                                                               \
+  ZXS_PICK_5TH_OR_4TH_(__VA_ARGS__, zx_sampler_create_with_size,                             \
+                       zx_sampler_create_without_size, zxs_sampler_create_needs_4_or_5_args) \
+  (__VA_ARGS__)
+
+static inline zx_status_t zx_sampler_attach(zx_handle_t iob, zx_handle_t thread) {
+  return zxs_sampler_attach(iob, thread);
+}
+static inline zx_status_t zx_sampler_start(zx_handle_t iob) { return zxs_sampler_start(iob); }
+static inline zx_status_t zx_sampler_stop(zx_handle_t iob) { return zxs_sampler_stop(iob); }
+
+static inline zx_status_t zx_handle_close(zx_handle_t handle) { return zxs_handle_close(handle); }
+static inline zx_status_t zx_handle_duplicate(zx_handle_t handle, zx_rights_t rights,
+                                              zx_handle_t* out) {
+  return zxs_handle_duplicate(handle, rights, out);
+}
+static inline zx_status_t zx_object_get_info(zx_handle_t handle, uint32_t topic, void* buffer,
+                                             size_t buffer_size, size_t* actual, size_t* avail) {
+  return zxs_object_get_info(handle, topic, buffer, buffer_size, actual, avail);
+}
+static inline zx_status_t zx_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options,
+                                          size_t vmar_offset, zx_handle_t iob,
+                                          uint32_t region_index, uint64_t region_offset,
+                                          size_t region_len, zx_vaddr_t* mapped_addr) {
+  return zxs_vmar_map_iob(vmar, options, vmar_offset, iob, region_index, region_offset,
+                          region_len, mapped_addr);
+}
+static inline zx_status_t zx_vmar_unmap(zx_handle_t vmar, zx_vaddr_t addr, size_t len) {
+  return zxs_vmar_unmap(vmar, addr, len);
+}
+static inline zx_handle_t zx_vmar_root_self(void) { return zxs_vmar_root_self(); }
+static inline zx_handle_t zx_process_self(void) { return zxs_process_self(); }
+static inline zx_handle_t zx_thread_self(void) { return zxs_thread_self(); }
+static inline uint32_t zx_system_get_page_size(void) { return zxs_system_get_page_size(); }
+static inline zx_ticks_t zx_ticks_get(void) { return zxs_ticks_get(); }
+static inline zx_ticks_t zx_ticks_per_second(void) { return zxs_ticks_per_second(); }
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ZXSAMPLER_ZIRCON_H_

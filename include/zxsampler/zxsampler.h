@@ -1,0 +1,10 @@
+// Everything public in one include: types and statuses, the sampler, handles and objects, FXT.
+#ifndef ZXSAMPLER_ZXSAMPLER_H_
+#define ZXSAMPLER_ZXSAMPLER_H_
+
+#include <zxsampler/fxt.h>
+#include <zxsampler/object.h>
+#include <zxsampler/sampler.h>
+#include <zxsampler/types.h>
+
+#endif  // ZXSAMPLER_ZXSAMPLER_H_

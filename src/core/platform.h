@@ -1,0 +1,102 @@
+// The one contract every backend implements (internal, never installed).
+//
+// Rules (after mimalloc's prim.h and libuv's unix/internal.h):
+// - Exactly one backend is compiled into a build, chosen by meson (option `backend`). The core
+//   calls the flat list of zxs_prim_* functions below and never tests OS macros.
+// - What a platform can do is stated once, in zxs_prim_caps_t; the core branches on that. A
+//   missing capability is a function returning ZX_ERR_NOT_SUPPORTED.
+// - Native errors (errno, kern_return_t) are translated to zx_status_t here, at the boundary.
+// - Functions marked [signal-safe] are called on the sampling path (a signal handler, or a
+//   sampler thread while its target is suspended): no allocation, no locks, no stdio, no lazily
+//   allocated TLS, errno preserved.
+#ifndef ZXSAMPLER_SRC_CORE_PLATFORM_H_
+#define ZXSAMPLER_SRC_CORE_PLATFORM_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zxsampler/sampler.h>
+#include <zxsampler/types.h>
+
+typedef struct zxs_thread_slot zxs_thread_slot_t;
+
+typedef struct zxs_prim_caps {
+  const char* name;                  // "linux", "macos", "fuchsia", "fake"
+  size_t page_size;                  // regions are rounded to this
+  uint32_t cpu_number_limit;         // every CPU number the platform reports is below this
+  bool has_cpu_attribution;          // zxs_prim_current_cpu() names the CPU a thread runs on
+  bool can_interrupt_other_thread;   // attach works for threads other than the caller
+  zx_duration_t timer_resolution;    // finest period the default source honours
+} zxs_prim_caps_t;
+
+// Fills *caps; cheap after the first call. Thread-safe.
+void zxs_prim_get_caps(zxs_prim_caps_t* caps);
+
+// --- CPUs and time ----------------------------------------------------------------------------
+
+// The numbers of the CPUs online now, ascending. ZX_ERR_BUFFER_TOO_SMALL if more than `max`.
+zx_status_t zxs_prim_online_cpus(uint32_t* cpus, uint32_t max, uint32_t* count);
+// [signal-safe] The CPU the calling thread runs on now (< cpu_number_limit).
+uint32_t zxs_prim_current_cpu(void);
+// [signal-safe] Monotonic ticks and their rate.
+uint64_t zxs_prim_ticks(void);
+uint64_t zxs_prim_ticks_per_second(void);
+// Gives the CPU away briefly while stop waits for in-flight writers.
+void zxs_prim_relax(void);
+
+// --- Regions: shared memory the sampler writes and readers map ---------------------------------
+
+typedef struct zxs_prim_region {
+  uint8_t* base;    // writable mapping used by the sampling path
+  size_t size;      // page-rounded
+  intptr_t native;  // backend's handle for it (memfd, VMO...)
+} zxs_prim_region_t;
+
+// Creates a zero-filled region of `size` bytes (page-rounded by the caller).
+// ZX_ERR_NO_MEMORY on failure.
+zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out);
+// Releases the writable mapping and the backend's handle. Read-only mappings made from the
+// region stay valid until unmapped.
+void zxs_prim_region_destroy(zxs_prim_region_t* region);
+// Maps [offset, offset + len) of a region read-only. Arguments are already validated.
+zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset,
+                                         size_t len, void** out);
+zx_status_t zxs_prim_unmap(void* addr, size_t len);
+
+// --- Threads ----------------------------------------------------------------------------------
+
+typedef struct zxs_prim_thread {
+  zx_koid_t koid;        // tid on Linux
+  uintptr_t stack_lo;    // lowest address of the thread's stack
+  uintptr_t stack_hi;    // one past the highest
+  uint64_t native;       // backend's name for the thread (pthread_t, mach port...)
+} zxs_prim_thread_t;
+
+zx_koid_t zxs_prim_process_koid(void);
+// Describes the calling thread.
+zx_status_t zxs_prim_thread_self(zxs_prim_thread_t* out);
+// Describes another thread, named by the backend's native thread (a pthread_t*).
+zx_status_t zxs_prim_thread_from_native(const void* native, zxs_prim_thread_t* out);
+// False once the thread has exited or is exiting.
+bool zxs_prim_thread_alive(const zxs_prim_thread_t* thread);
+// Calls zxs_core_thread_exited(koid) when the calling thread exits (once per thread; later
+// calls for the same thread do nothing). ZX_ERR_NOT_SUPPORTED where there is no such hook.
+zx_status_t zxs_prim_notify_on_thread_exit(void);
+
+// --- Sampling sources -------------------------------------------------------------------------
+// A source interrupts one attached thread about once per `period` of that thread's CPU time and,
+// in the interrupted context, calls zxs_core_sample(slot, &regs).
+
+// Once per process, before the first arm: installs handlers. Idempotent.
+zx_status_t zxs_prim_sampling_init(void);
+// Arms the slot's source (the slot holds the thread and the backend's source state).
+// Sets slot->source_kind. ZX_ERR_NO_RESOURCES when no source could be created.
+zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period);
+// Disarms: after it returns the source fires no more. A handler already running may still be
+// in flight; the per-CPU protocol waits for it.
+void zxs_prim_source_disarm(zxs_thread_slot_t* slot);
+// Changes the period of an armed source (throttling). [signal-safe] where the backend allows,
+// else returns ZX_ERR_NOT_SUPPORTED from signal context and the core keeps the old period.
+zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t period);
+
+#endif  // ZXSAMPLER_SRC_CORE_PLATFORM_H_
