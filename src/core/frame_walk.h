@@ -1,0 +1,25 @@
+// Frame-pointer stack walk over a register snapshot and known stack bounds. [signal-safe]
+#ifndef ZXSAMPLER_SRC_CORE_FRAME_WALK_H_
+#define ZXSAMPLER_SRC_CORE_FRAME_WALK_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// The interrupted context, as a backend extracts it.
+typedef struct zxs_regs {
+  uintptr_t pc;  // interrupted instruction
+  uintptr_t fp;  // frame pointer (rbp / x29)
+  uintptr_t sp;  // stack pointer
+} zxs_regs_t;
+
+// Writes regs->pc, then the return addresses found by following frame pointers, innermost
+// first, at most `max` entries; returns how many. A frame record is {saved fp, return address}
+// at fp (x86-64 and aarch64 alike). The walk ends at a frame pointer outside
+// [max(stack_lo, sp), stack_hi - 16], not 8-byte aligned, or not strictly above the previous
+// one, or at a zero return address; it never reads outside the bounds. *truncated (may be
+// NULL) is set when entries ran out while a further valid frame remained.
+size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi,
+                      uint64_t* pcs, size_t max, bool* truncated);
+
+#endif  // ZXSAMPLER_SRC_CORE_FRAME_WALK_H_

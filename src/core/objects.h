@@ -1,0 +1,32 @@
+// Object kinds other than the sampler's IOBuffer (internal).
+#ifndef ZXSAMPLER_SRC_CORE_OBJECTS_H_
+#define ZXSAMPLER_SRC_CORE_OBJECTS_H_
+
+#include "handle_table.h"
+#include "platform.h"
+
+typedef struct zxs_thread_obj {
+  zxs_object_t base;
+  zxs_prim_thread_t thread;
+} zxs_thread_obj_t;
+
+#define ZXS_RESOURCE_KIND_DEBUG 1u
+
+typedef struct zxs_resource_obj {
+  zxs_object_t base;
+  uint32_t kind;
+} zxs_resource_obj_t;
+
+#define ZXS_THREAD_DEFAULT_RIGHTS                                                   \
+  (ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_READ | ZX_RIGHT_WRITE |        \
+   ZX_RIGHT_GET_PROPERTY | ZX_RIGHT_SET_PROPERTY | ZX_RIGHT_SIGNAL | ZX_RIGHT_WAIT | \
+   ZX_RIGHT_INSPECT | ZX_RIGHT_MANAGE_THREAD)
+
+// The process-wide switches of create/attach/start/stop: ZX_ERR_NOT_SUPPORTED when sampling is
+// compiled out or switched off at run time, else ZX_OK.
+zx_status_t zxs_sampler_check_enabled(void);
+
+// Forgets the calling thread's own handle (thread exit).
+void zxs_thread_self_forget(zx_koid_t koid);
+
+#endif  // ZXSAMPLER_SRC_CORE_OBJECTS_H_

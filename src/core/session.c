@@ -1,0 +1,474 @@
+// The sampler session: create, attach, start, stop, destroy on last close; the IOBuffer's
+// info and mappings.
+//
+// One session at a time. Every state change happens under g_lock; the sampling path takes no
+// lock and relies on the per-CPU protocol instead (percpu_state.h).
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zxsampler/object.h>
+#include <zxsampler/sampler.h>
+
+#include "config.h"
+#include "handle_table.h"
+#include "objects.h"
+#include "percpu_state.h"
+#include "platform.h"
+#include "thread_table.h"
+
+#define IOB_RIGHTS                                                                           \
+  (ZX_RIGHT_TRANSFER | ZX_RIGHT_DUPLICATE | ZX_RIGHT_WAIT | ZX_RIGHT_INSPECT |               \
+   ZX_RIGHT_GET_PROPERTY | ZX_RIGHT_SET_PROPERTY | ZX_RIGHT_SIGNAL | ZX_RIGHT_SIGNAL_PEER | \
+   ZX_RIGHT_READ | ZX_RIGHT_WRITE | ZX_RIGHT_MAP | ZX_RIGHT_APPLY_PROFILE)
+
+typedef enum { SESSION_CONFIGURED, SESSION_RUNNING, SESSION_DESTROYED } session_state_t;
+
+typedef struct zxs_session {
+  zxs_object_t base;  // the IOBuffer
+  uint32_t gen;
+  session_state_t state;
+  zx_sampler_config_t config;
+  uint32_t region_count;
+  uint32_t* cpus;                // CPU number of each region
+  zxs_prim_region_t* regions;
+  zx_koid_t* region_koids;
+  // Counters of slots already detached.
+  uint64_t walks_truncated, throttled, overruns, source_failures;
+  zxs_sample_source_t last_source;
+} zxs_session_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static zxs_session_t* g_live;  // from create until destroy
+static uint32_t g_last_gen;
+
+// --- Helpers (g_lock held) --------------------------------------------------------------------
+
+static void fold_slot_counters(zxs_session_t* s, zxs_thread_slot_t* slot) {
+  s->walks_truncated += atomic_load(&slot->walks_truncated);
+  s->throttled += atomic_load(&slot->throttled);
+  s->overruns += atomic_load(&slot->overruns);
+  s->source_failures += atomic_load(&slot->source_failures);
+}
+
+static void detach_slot(zxs_session_t* s, zxs_thread_slot_t* slot) {
+  zxs_prim_source_disarm(slot);
+  fold_slot_counters(s, slot);
+  zxs_slot_free(slot);
+}
+
+// Detaches attached threads that have exited (for backends, or threads, without an exit hook).
+static void reap_exited(zxs_session_t* s) {
+  for (zxs_thread_slot_t* slot = zxs_slot_next(s->gen, NULL); slot != NULL;
+       slot = zxs_slot_next(s->gen, slot)) {
+    if (!zxs_prim_thread_alive(&slot->thread)) detach_slot(s, slot);
+  }
+}
+
+static zx_status_t arm_slot(zxs_session_t* s, zxs_thread_slot_t* slot) {
+  zx_status_t status = zxs_prim_source_arm(slot, atomic_load(&slot->period));
+  if (status == ZX_OK) {
+    s->last_source = (zxs_sample_source_t)atomic_load(&slot->source_kind);
+  } else {
+    atomic_fetch_add(&slot->source_failures, 1);
+  }
+  return status;
+}
+
+static void disarm_all(void* ctx) {
+  zxs_session_t* s = ctx;
+  for (zxs_thread_slot_t* slot = zxs_slot_next(s->gen, NULL); slot != NULL;
+       slot = zxs_slot_next(s->gen, slot)) {
+    zxs_prim_source_disarm(slot);
+  }
+}
+
+static void stop_locked(zxs_session_t* s) {
+  uint32_t count;
+  zxs_percpu_t* states = zxs_percpu_states(&count);
+  zxs_percpu_shutdown(states, count, disarm_all, s);
+  s->state = SESSION_CONFIGURED;
+}
+
+static void free_session_memory(zxs_session_t* s) {
+  free(s->cpus);
+  free(s->regions);
+  free(s->region_koids);
+  free(s);
+}
+
+// Last handle closed: stop, detach everything, release the regions.
+static void session_on_last_handle(zxs_object_t* obj) {
+  zxs_session_t* s = (zxs_session_t*)obj;
+  pthread_mutex_lock(&g_lock);
+  if (s->state == SESSION_RUNNING) stop_locked(s);
+  for (zxs_thread_slot_t* slot = zxs_slot_next(s->gen, NULL); slot != NULL;
+       slot = zxs_slot_next(s->gen, slot)) {
+    detach_slot(s, slot);
+  }
+  uint32_t count;
+  zxs_percpu_t* states = zxs_percpu_states(&count);
+  for (uint32_t i = 0; i < s->region_count; i++) {
+    zxs_percpu_release(&states[s->cpus[i]]);
+    zxs_prim_region_destroy(&s->regions[i]);
+  }
+  s->state = SESSION_DESTROYED;
+  if (g_live == s) g_live = NULL;
+  pthread_mutex_unlock(&g_lock);
+}
+
+static void session_destroy(zxs_object_t* obj) { free_session_memory((zxs_session_t*)obj); }
+
+static const zxs_object_ops_t g_session_ops = {.on_last_handle = session_on_last_handle,
+                                               .destroy = session_destroy};
+
+// Looks up a sampler IOBuffer handle with `rights`; ZX_ERR_BAD_STATE if it is not the live
+// session's. On success g_lock is held and the caller must call unlock_session().
+static zx_status_t lock_session(zx_handle_t iob, zx_rights_t rights, zxs_session_t** out) {
+  zxs_object_t* obj;
+  zx_status_t status = zxs_handle_get(iob, ZX_OBJ_TYPE_IOB, rights, &obj, NULL);
+  if (status != ZX_OK) return status;
+  pthread_mutex_lock(&g_lock);
+  zxs_session_t* s = (zxs_session_t*)obj;
+  if (obj->ops != &g_session_ops || g_live != s || s->state == SESSION_DESTROYED) {
+    pthread_mutex_unlock(&g_lock);
+    zxs_object_release(obj);
+    return ZX_ERR_BAD_STATE;
+  }
+  *out = s;
+  return ZX_OK;
+}
+
+static void unlock_session(zxs_session_t* s) {
+  pthread_mutex_unlock(&g_lock);
+  zxs_object_release(&s->base);
+}
+
+// --- Create -----------------------------------------------------------------------------------
+
+static zx_status_t check_debug_resource(zx_handle_t rsrc) {
+  zxs_object_t* obj;
+  zx_status_t status = zxs_handle_get(rsrc, ZX_OBJ_TYPE_RESOURCE, ZX_RIGHT_NONE, &obj, NULL);
+  if (status != ZX_OK) return status;
+  uint32_t kind = ((zxs_resource_obj_t*)obj)->kind;
+  zxs_object_release(obj);
+  return kind == ZXS_RESOURCE_KIND_DEBUG ? ZX_OK : ZX_ERR_ACCESS_DENIED;
+}
+
+// Allocates the session and its regions; g_lock held.
+static zx_status_t new_session(const zx_sampler_config_t* config, zxs_session_t** out) {
+  zxs_prim_caps_t caps;
+  zxs_prim_get_caps(&caps);
+  uint32_t count;
+  zxs_percpu_t* states = zxs_percpu_states(&count);
+  zxs_session_t* s = calloc(1, sizeof(*s));
+  if (states == NULL || s == NULL) {
+    free(s);
+    return ZX_ERR_NO_MEMORY;
+  }
+  s->cpus = calloc(caps.cpu_number_limit, sizeof(uint32_t));
+  if (s->cpus == NULL ||
+      zxs_prim_online_cpus(s->cpus, caps.cpu_number_limit, &s->region_count) != ZX_OK ||
+      s->region_count == 0) {
+    free_session_memory(s);
+    return ZX_ERR_NO_MEMORY;
+  }
+  s->regions = calloc(s->region_count, sizeof(*s->regions));
+  s->region_koids = calloc(s->region_count, sizeof(*s->region_koids));
+  if (s->regions == NULL || s->region_koids == NULL) {
+    free_session_memory(s);
+    return ZX_ERR_NO_MEMORY;
+  }
+  const size_t size = zxs_round_up_to_page(config->buffer_size, caps.page_size);
+  for (uint32_t i = 0; i < s->region_count; i++) {
+    if (zxs_prim_region_create(size, &s->regions[i]) != ZX_OK) {
+      for (uint32_t j = 0; j < i; j++) zxs_prim_region_destroy(&s->regions[j]);
+      free_session_memory(s);
+      return ZX_ERR_NO_MEMORY;
+    }
+    s->region_koids[i] = zxs_koid_next();
+  }
+  s->gen = ++g_last_gen;
+  if (s->gen == 0) s->gen = ++g_last_gen;  // 0 means "no session" in the per-CPU states
+  s->config = *config;
+  s->state = SESSION_CONFIGURED;
+  zxs_object_init(&s->base, ZX_OBJ_TYPE_IOB, zxs_koid_next(), &g_session_ops);
+  for (uint32_t i = 0; i < s->region_count; i++) {
+    zxs_percpu_setup(&states[s->cpus[i]], s->regions[i].base, s->regions[i].size, s->gen);
+  }
+  *out = s;
+  return ZX_OK;
+}
+
+zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
+                               const zx_sampler_config_t* config, size_t config_size,
+                               zx_handle_t* iob_out) {
+  if (iob_out != NULL) *iob_out = ZX_HANDLE_INVALID;
+  zx_status_t status = zxs_sampler_check_enabled();
+  if (status != ZX_OK) return status;
+  status = check_debug_resource(rsrc);
+  if (status != ZX_OK) return status;
+  if (options != 0) return ZX_ERR_INVALID_ARGS;
+  status = zxs_config_validate(config, config_size);
+  if (status != ZX_OK) return status;
+  if (iob_out == NULL) return ZX_ERR_INVALID_ARGS;
+
+  pthread_mutex_lock(&g_lock);
+  if (g_live != NULL) {
+    pthread_mutex_unlock(&g_lock);
+    return ZX_ERR_ALREADY_EXISTS;
+  }
+  zxs_session_t* s;
+  status = new_session(config, &s);
+  if (status == ZX_OK) g_live = s;
+  pthread_mutex_unlock(&g_lock);
+  if (status != ZX_OK) return status;
+
+  status = zxs_handle_make(&s->base, IOB_RIGHTS, iob_out);
+  if (status != ZX_OK) {
+    // No handle was made, so no close will destroy it: do it here.
+    session_on_last_handle(&s->base);
+  }
+  return status;
+}
+
+// --- Attach, start, stop ----------------------------------------------------------------------
+
+zx_status_t zxs_sampler_attach(zx_handle_t iob, zx_handle_t thread) {
+  zx_status_t status = zxs_sampler_check_enabled();
+  if (status != ZX_OK) return status;
+  zxs_object_t* tobj;
+  status = zxs_handle_get(thread, ZX_OBJ_TYPE_THREAD, ZX_RIGHT_READ, &tobj, NULL);
+  if (status != ZX_OK) return status;
+  const zxs_prim_thread_t info = ((zxs_thread_obj_t*)tobj)->thread;
+  zxs_object_release(tobj);
+
+  zxs_session_t* s;
+  status = lock_session(iob, ZX_RIGHT_APPLY_PROFILE, &s);
+  if (status != ZX_OK) return status;
+  reap_exited(s);
+  if (!zxs_prim_thread_alive(&info)) {
+    status = ZX_ERR_BAD_STATE;
+  } else if (zxs_slot_find(info.koid, s->gen) == NULL) {
+    zxs_thread_slot_t* slot =
+        zxs_slot_attach(&info, zxs_prim_process_koid(), s->gen, s->config.period);
+    if (slot == NULL) {
+      status = ZX_ERR_NO_RESOURCES;
+    } else if (s->state == SESSION_RUNNING) {
+      status = zxs_prim_sampling_init();
+      if (status == ZX_OK) status = arm_slot(s, slot);
+      if (status != ZX_OK) {
+        // Nothing changes on failure: the thread is not left attached.
+        detach_slot(s, slot);
+        status = ZX_ERR_NO_RESOURCES;
+      }
+    }
+  }
+  unlock_session(s);
+  return status;
+}
+
+zx_status_t zxs_sampler_start(zx_handle_t iob) {
+  zx_status_t status = zxs_sampler_check_enabled();
+  if (status != ZX_OK) return status;
+  zxs_session_t* s;
+  status = lock_session(iob, ZX_RIGHT_APPLY_PROFILE, &s);
+  if (status != ZX_OK) return status;
+  if (s->state == SESSION_RUNNING) {
+    unlock_session(s);
+    return ZX_ERR_BAD_STATE;
+  }
+  status = zxs_prim_sampling_init();
+  if (status != ZX_OK) {
+    unlock_session(s);
+    return status;
+  }
+  reap_exited(s);
+  uint32_t count;
+  zxs_percpu_t* states = zxs_percpu_states(&count);
+  // Writes first, then sources, so the first interrupt finds its CPU ready.
+  for (uint32_t i = 0; i < s->region_count; i++) zxs_percpu_enable_writes(&states[s->cpus[i]]);
+  for (zxs_thread_slot_t* slot = zxs_slot_next(s->gen, NULL); slot != NULL;
+       slot = zxs_slot_next(s->gen, slot)) {
+    // A thread whose source cannot be armed stays attached (it is retried at the next start);
+    // the failure is counted in the stats.
+    (void)arm_slot(s, slot);
+  }
+  s->state = SESSION_RUNNING;
+  unlock_session(s);
+  return ZX_OK;
+}
+
+zx_status_t zxs_sampler_stop(zx_handle_t iob) {
+  zx_status_t status = zxs_sampler_check_enabled();
+  if (status != ZX_OK) return status;
+  zxs_session_t* s;
+  status = lock_session(iob, ZX_RIGHT_APPLY_PROFILE, &s);
+  if (status != ZX_OK) return status;
+  if (s->state != SESSION_RUNNING) {
+    status = ZX_ERR_BAD_STATE;
+  } else {
+    stop_locked(s);
+    reap_exited(s);
+  }
+  unlock_session(s);
+  return status;
+}
+
+void zxs_core_thread_exited(zx_koid_t koid) {
+  pthread_mutex_lock(&g_lock);
+  zxs_session_t* s = g_live;
+  zxs_thread_slot_t* slot = s != NULL ? zxs_slot_find(koid, s->gen) : NULL;
+  if (slot != NULL) detach_slot(s, slot);
+  pthread_mutex_unlock(&g_lock);
+  zxs_thread_self_forget(koid);
+}
+
+zx_status_t zxs_sampler_get_stats(zx_handle_t iob, zxs_sampler_stats_t* stats) {
+  if (stats == NULL) return ZX_ERR_INVALID_ARGS;
+  zxs_session_t* s;
+  zx_status_t status = lock_session(iob, ZX_RIGHT_INSPECT, &s);
+  if (status != ZX_OK) return status;
+  zxs_prim_caps_t caps;
+  zxs_prim_get_caps(&caps);
+  memset(stats, 0, sizeof(*stats));
+  stats->backend = caps.name;
+  stats->requested_period = s->config.period;
+  stats->effective_period = s->config.period;
+  stats->walks_truncated = s->walks_truncated;
+  stats->throttled = s->throttled;
+  stats->overruns = s->overruns;
+  stats->source_failures = s->source_failures;
+  stats->source = s->last_source;
+  for (zxs_thread_slot_t* slot = zxs_slot_next(s->gen, NULL); slot != NULL;
+       slot = zxs_slot_next(s->gen, slot)) {
+    stats->attached_threads++;
+    stats->walks_truncated += atomic_load(&slot->walks_truncated);
+    stats->throttled += atomic_load(&slot->throttled);
+    stats->overruns += atomic_load(&slot->overruns);
+    stats->source_failures += atomic_load(&slot->source_failures);
+    int64_t period = atomic_load(&slot->period);
+    if (period > stats->effective_period) stats->effective_period = period;
+  }
+  uint32_t count;
+  zxs_percpu_t* states = zxs_percpu_states(&count);
+  for (uint32_t i = 0; i < s->region_count; i++) {
+    const zxs_percpu_t* st = &states[s->cpus[i]];
+    stats->samples_written += atomic_load(&st->written);
+    stats->dropped_full += atomic_load(&st->dropped_full);
+    stats->dropped_other += atomic_load(&st->dropped_other);
+  }
+  unlock_session(s);
+  return ZX_OK;
+}
+
+// --- Info and mappings ------------------------------------------------------------------------
+
+static void set_count(size_t* p, size_t v) {
+  if (p != NULL) *p = v;
+}
+
+zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic, void* buffer,
+                                size_t buffer_size, size_t* actual, size_t* avail) {
+  if (buffer == NULL && buffer_size != 0) return ZX_ERR_INVALID_ARGS;
+  zxs_object_t* obj;
+  zx_rights_t rights;
+  zx_status_t status;
+  switch (topic) {
+    case ZX_INFO_HANDLE_BASIC: {
+      status = zxs_handle_get(handle, ZX_OBJ_TYPE_NONE, ZX_RIGHT_NONE, &obj, &rights);
+      if (status != ZX_OK) return status;
+      if (buffer_size < sizeof(zx_info_handle_basic_t)) {
+        status = ZX_ERR_BUFFER_TOO_SMALL;
+      } else {
+        zx_info_handle_basic_t info = {.koid = obj->koid,
+                                       .rights = rights,
+                                       .type = obj->type,
+                                       .related_koid = obj->related_koid};
+        memcpy(buffer, &info, sizeof(info));
+        set_count(actual, 1);
+      }
+      set_count(avail, 1);
+      zxs_object_release(obj);
+      return status;
+    }
+    case ZX_INFO_IOB:
+    case ZX_INFO_IOB_REGIONS:
+      break;
+    default:
+      return ZX_ERR_NOT_SUPPORTED;
+  }
+  zxs_session_t* s;
+  status = lock_session(handle, ZX_RIGHT_INSPECT, &s);
+  if (status != ZX_OK) return status;
+  if (topic == ZX_INFO_IOB) {
+    if (buffer_size < sizeof(zx_info_iob_t)) {
+      status = ZX_ERR_BUFFER_TOO_SMALL;
+    } else {
+      zx_info_iob_t info = {.options = 0, .region_count = s->region_count};
+      memcpy(buffer, &info, sizeof(info));
+      set_count(actual, 1);
+    }
+    set_count(avail, 1);
+  } else {
+    size_t fit = buffer_size / sizeof(zx_iob_region_info_t);
+    size_t n = fit < s->region_count ? fit : s->region_count;
+    for (size_t i = 0; i < n; i++) {
+      zx_iob_region_info_t info;
+      memset(&info, 0, sizeof(info));
+      info.region.type = ZX_IOB_REGION_TYPE_PRIVATE;
+      info.region.access = ZX_IOB_EP0_CAN_MAP_READ;
+      info.region.size = s->regions[i].size;
+      info.region.discipline.type = ZX_IOB_DISCIPLINE_TYPE_NONE;
+      info.koid = s->region_koids[i];
+      memcpy((zx_iob_region_info_t*)buffer + i, &info, sizeof(info));
+    }
+    set_count(actual, n);
+    set_count(avail, s->region_count);
+  }
+  unlock_session(s);
+  return status;
+}
+
+zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, size_t vmar_offset,
+                             zx_handle_t iob, uint32_t region_index, uint64_t region_offset,
+                             size_t region_len, zx_vaddr_t* mapped_addr) {
+  zxs_object_t* vobj;
+  zx_status_t status = zxs_handle_get(vmar, ZX_OBJ_TYPE_VMAR, ZX_RIGHT_NONE, &vobj, NULL);
+  if (status != ZX_OK) return status;
+  zxs_object_release(vobj);
+  zxs_session_t* s;
+  status = lock_session(iob, ZX_RIGHT_MAP | ZX_RIGHT_READ, &s);
+  if (status != ZX_OK) return status;
+  zxs_prim_caps_t caps;
+  zxs_prim_get_caps(&caps);
+  const uint64_t page_mask = caps.page_size - 1;
+  if ((options & (ZX_VM_PERM_WRITE | ZX_VM_PERM_EXECUTE)) != 0) {
+    status = ZX_ERR_ACCESS_DENIED;
+  } else if (options != ZX_VM_PERM_READ || vmar_offset != 0 || mapped_addr == NULL ||
+             region_len == 0 || (region_len & page_mask) != 0 ||
+             (region_offset & page_mask) != 0) {
+    status = ZX_ERR_INVALID_ARGS;
+  } else if (region_index >= s->region_count || region_offset > s->regions[region_index].size ||
+             region_len > s->regions[region_index].size - region_offset) {
+    status = ZX_ERR_OUT_OF_RANGE;
+  } else {
+    void* addr;
+    status = zxs_prim_region_map_readonly(&s->regions[region_index], (size_t)region_offset,
+                                          region_len, &addr);
+    if (status == ZX_OK) *mapped_addr = (zx_vaddr_t)addr;
+  }
+  unlock_session(s);
+  return status;
+}
+
+zx_status_t zxs_vmar_unmap(zx_handle_t vmar, zx_vaddr_t addr, size_t len) {
+  zxs_object_t* vobj;
+  zx_status_t status = zxs_handle_get(vmar, ZX_OBJ_TYPE_VMAR, ZX_RIGHT_NONE, &vobj, NULL);
+  if (status != ZX_OK) return status;
+  zxs_object_release(vobj);
+  const uint64_t page_mask = zxs_system_get_page_size() - 1;
+  if (len == 0 || (addr & page_mask) != 0 || (len & page_mask) != 0) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  return zxs_prim_unmap((void*)addr, len);
+}

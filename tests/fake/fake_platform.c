@@ -1,0 +1,344 @@
+// Deterministic backend for the core's unit tests (see fake_platform.h).
+#define _GNU_SOURCE
+#include "fake_platform.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampling.h"
+
+#define FAKE_PAGE 4096u
+#define FAKE_CPU_LIMIT 8u
+#define FAKE_MAX_REGIONS 64u
+#define FAKE_MAX_THREADS 64u
+
+typedef struct {
+  uint8_t* base;
+  size_t size;
+  bool destroyed;
+  uint32_t maps;
+} fake_region_t;
+
+typedef struct {
+  pthread_t thread;
+  uint64_t koid;
+  bool alive;
+  bool named;  // registered through fake_register_thread
+  zxs_thread_slot_t* slot;
+  bool armed;
+  int64_t period;
+} fake_thread_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t g_online[FAKE_CPU_LIMIT];
+static uint32_t g_online_count;
+static _Atomic uint32_t g_cpu;
+static _Atomic uint64_t g_ticks;
+static void (*g_relax_hook)(void*, uint64_t);
+static void* g_relax_ctx;
+static _Atomic uint64_t g_relax_calls;
+static fake_region_t g_regions[FAKE_MAX_REGIONS];
+static fake_thread_t g_threads[FAKE_MAX_THREADS];
+static bool g_fail_region, g_fail_arm;
+static uint32_t g_arms, g_disarms;
+static _Atomic uint64_t g_next_koid = 1000;
+static _Thread_local uint64_t t_koid;
+static _Thread_local uintptr_t t_stack_lo, t_stack_hi;
+
+void fake_reset(void) {
+  pthread_mutex_lock(&g_lock);
+  for (uint32_t i = 0; i < 4; i++) g_online[i] = i;
+  g_online_count = 4;
+  atomic_store(&g_cpu, 0);
+  atomic_store(&g_ticks, 1000);
+  g_relax_hook = NULL;
+  g_relax_ctx = NULL;
+  atomic_store(&g_relax_calls, 0);
+  g_fail_region = g_fail_arm = false;
+  g_arms = g_disarms = 0;
+  memset(g_threads, 0, sizeof(g_threads));
+  pthread_mutex_unlock(&g_lock);
+}
+
+void fake_set_online_cpus(const uint32_t* cpus, uint32_t count) {
+  pthread_mutex_lock(&g_lock);
+  g_online_count = count < FAKE_CPU_LIMIT ? count : FAKE_CPU_LIMIT;
+  memcpy(g_online, cpus, g_online_count * sizeof(uint32_t));
+  pthread_mutex_unlock(&g_lock);
+}
+
+void fake_set_current_cpu(uint32_t cpu) { atomic_store(&g_cpu, cpu); }
+void fake_set_ticks(uint64_t ticks) { atomic_store(&g_ticks, ticks); }
+void fake_set_relax_hook(void (*hook)(void*, uint64_t), void* ctx) {
+  g_relax_hook = hook;
+  g_relax_ctx = ctx;
+}
+void fake_set_self_stack(uintptr_t lo, uintptr_t hi) {
+  t_stack_lo = lo;
+  t_stack_hi = hi;
+}
+void fake_fail_next_region_create(void) { g_fail_region = true; }
+void fake_fail_next_arm(void) { g_fail_arm = true; }
+uint32_t fake_arm_count(void) { return g_arms; }
+uint32_t fake_disarm_count(void) { return g_disarms; }
+
+uint64_t fake_self_koid(void) {
+  if (t_koid == 0) t_koid = atomic_fetch_add(&g_next_koid, 1);
+  return t_koid;
+}
+
+// Finds or adds the record of a koid; g_lock held.
+static fake_thread_t* thread_rec(uint64_t koid) {
+  fake_thread_t* empty = NULL;
+  for (uint32_t i = 0; i < FAKE_MAX_THREADS; i++) {
+    if (g_threads[i].koid == koid) return &g_threads[i];
+    if (g_threads[i].koid == 0 && empty == NULL) empty = &g_threads[i];
+  }
+  if (empty != NULL) {
+    empty->koid = koid;
+    empty->alive = true;
+  }
+  return empty;
+}
+
+void fake_register_thread(pthread_t thread, uint64_t koid, bool alive) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(koid);
+  if (t != NULL) {
+    t->thread = thread;
+    t->alive = alive;
+    t->named = true;
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+void fake_set_thread_alive(uint64_t koid, bool alive) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(koid);
+  if (t != NULL) t->alive = alive;
+  pthread_mutex_unlock(&g_lock);
+}
+
+bool fake_source_armed(uint64_t koid, int64_t* period) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(koid);
+  bool armed = t != NULL && t->armed;
+  if (armed && period != NULL) *period = t->period;
+  pthread_mutex_unlock(&g_lock);
+  return armed;
+}
+
+zxs_thread_slot_t* fake_slot_of(uint64_t koid) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(koid);
+  zxs_thread_slot_t* slot = t != NULL ? t->slot : NULL;
+  pthread_mutex_unlock(&g_lock);
+  return slot;
+}
+
+bool fake_fire(uint64_t koid, const zxs_regs_t* regs) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(koid);
+  zxs_thread_slot_t* slot = (t != NULL && t->armed) ? t->slot : NULL;
+  pthread_mutex_unlock(&g_lock);
+  if (slot == NULL) return false;
+  zxs_core_sample(slot, atomic_load(&slot->attach_gen), regs);
+  return true;
+}
+
+void fake_fire_slot(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs_t* regs) {
+  zxs_core_sample(slot, attach_gen, regs);
+}
+
+uint32_t fake_live_regions(void) {
+  uint32_t n = 0;
+  pthread_mutex_lock(&g_lock);
+  for (uint32_t i = 0; i < FAKE_MAX_REGIONS; i++) n += g_regions[i].base != NULL;
+  pthread_mutex_unlock(&g_lock);
+  return n;
+}
+
+// --- platform.h -------------------------------------------------------------------------------
+
+void zxs_prim_get_caps(zxs_prim_caps_t* caps) {
+  caps->name = "fake";
+  caps->page_size = FAKE_PAGE;
+  caps->cpu_number_limit = FAKE_CPU_LIMIT;
+  caps->has_cpu_attribution = true;
+  caps->can_interrupt_other_thread = true;
+  caps->timer_resolution = 1;
+}
+
+zx_status_t zxs_prim_online_cpus(uint32_t* cpus, uint32_t max, uint32_t* count) {
+  pthread_mutex_lock(&g_lock);
+  if (g_online_count == 0) {  // never reset: defaults
+    pthread_mutex_unlock(&g_lock);
+    fake_reset();
+    pthread_mutex_lock(&g_lock);
+  }
+  zx_status_t status = ZX_OK;
+  if (g_online_count > max) {
+    status = ZX_ERR_BUFFER_TOO_SMALL;
+  } else {
+    memcpy(cpus, g_online, g_online_count * sizeof(uint32_t));
+    *count = g_online_count;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+uint32_t zxs_prim_current_cpu(void) { return atomic_load(&g_cpu); }
+uint64_t zxs_prim_ticks(void) { return atomic_load(&g_ticks); }
+uint64_t zxs_prim_ticks_per_second(void) { return 1000000000u; }
+
+void zxs_prim_relax(void) {
+  uint64_t call = atomic_fetch_add(&g_relax_calls, 1);
+  if (g_relax_hook != NULL) {
+    g_relax_hook(g_relax_ctx, call);
+  } else {
+    sched_yield();
+  }
+}
+
+zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
+  pthread_mutex_lock(&g_lock);
+  zx_status_t status = ZX_ERR_NO_MEMORY;
+  if (g_fail_region) {
+    g_fail_region = false;
+  } else {
+    for (uint32_t i = 0; i < FAKE_MAX_REGIONS; i++) {
+      if (g_regions[i].base != NULL) continue;
+      uint8_t* base = aligned_alloc(FAKE_PAGE, size);
+      if (base == NULL) break;
+      memset(base, 0, size);
+      g_regions[i] = (fake_region_t){.base = base, .size = size};
+      *out = (zxs_prim_region_t){.base = base, .size = size, .native = (intptr_t)i};
+      status = ZX_OK;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+// Frees a region once it is destroyed and unmapped; g_lock held.
+static void region_maybe_free(fake_region_t* r) {
+  if (r->destroyed && r->maps == 0) {
+    free(r->base);
+    *r = (fake_region_t){0};
+  }
+}
+
+void zxs_prim_region_destroy(zxs_prim_region_t* region) {
+  pthread_mutex_lock(&g_lock);
+  fake_region_t* r = &g_regions[region->native];
+  r->destroyed = true;
+  region_maybe_free(r);
+  pthread_mutex_unlock(&g_lock);
+  region->base = NULL;
+}
+
+zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset,
+                                         size_t len, void** out) {
+  (void)len;
+  pthread_mutex_lock(&g_lock);
+  g_regions[region->native].maps++;
+  *out = g_regions[region->native].base + offset;
+  pthread_mutex_unlock(&g_lock);
+  return ZX_OK;
+}
+
+zx_status_t zxs_prim_unmap(void* addr, size_t len) {
+  (void)len;
+  zx_status_t status = ZX_ERR_NOT_FOUND;
+  pthread_mutex_lock(&g_lock);
+  for (uint32_t i = 0; i < FAKE_MAX_REGIONS; i++) {
+    fake_region_t* r = &g_regions[i];
+    if (r->base != NULL && (uint8_t*)addr >= r->base && (uint8_t*)addr < r->base + r->size &&
+        r->maps > 0) {
+      r->maps--;
+      region_maybe_free(r);
+      status = ZX_OK;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+zx_koid_t zxs_prim_process_koid(void) { return 42; }
+
+zx_status_t zxs_prim_thread_self(zxs_prim_thread_t* out) {
+  *out = (zxs_prim_thread_t){
+      .koid = fake_self_koid(), .stack_lo = t_stack_lo, .stack_hi = t_stack_hi, .native = 0};
+  pthread_mutex_lock(&g_lock);
+  thread_rec(out->koid);
+  pthread_mutex_unlock(&g_lock);
+  return ZX_OK;
+}
+
+zx_status_t zxs_prim_thread_from_native(const void* native, zxs_prim_thread_t* out) {
+  const pthread_t* thread = native;
+  zx_status_t status = ZX_ERR_NOT_SUPPORTED;
+  pthread_mutex_lock(&g_lock);
+  for (uint32_t i = 0; i < FAKE_MAX_THREADS; i++) {
+    fake_thread_t* t = &g_threads[i];
+    if (t->named && pthread_equal(t->thread, *thread)) {
+      status = t->alive ? ZX_OK : ZX_ERR_BAD_STATE;
+      *out = (zxs_prim_thread_t){.koid = t->koid};
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+bool zxs_prim_thread_alive(const zxs_prim_thread_t* thread) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(thread->koid);
+  bool alive = t == NULL || t->alive;
+  pthread_mutex_unlock(&g_lock);
+  return alive;
+}
+
+zx_status_t zxs_prim_notify_on_thread_exit(void) { return ZX_ERR_NOT_SUPPORTED; }
+
+zx_status_t zxs_prim_sampling_init(void) { return ZX_OK; }
+
+zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
+  pthread_mutex_lock(&g_lock);
+  zx_status_t status = ZX_OK;
+  if (g_fail_arm) {
+    g_fail_arm = false;
+    status = ZX_ERR_NO_RESOURCES;
+  } else {
+    fake_thread_t* t = thread_rec(slot->thread.koid);
+    t->slot = slot;
+    t->armed = true;
+    t->period = period;
+    g_arms++;
+    atomic_store(&slot->source_kind, ZXS_SOURCE_FAKE);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(slot->thread.koid);
+  if (t != NULL && t->armed) {
+    t->armed = false;
+    g_disarms++;
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(slot->thread.koid);
+  if (t != NULL) t->period = period;
+  pthread_mutex_unlock(&g_lock);
+  return ZX_OK;
+}

@@ -1,0 +1,48 @@
+// A deterministic backend for the core's unit tests: the test decides which CPU a thread is on,
+// what the clock says, when a source "fires" and what happens while stop waits.
+#ifndef ZXSAMPLER_TESTS_FAKE_FAKE_PLATFORM_H_
+#define ZXSAMPLER_TESTS_FAKE_FAKE_PLATFORM_H_
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frame_walk.h"
+#include "platform.h"
+
+// Back to defaults: CPUs 0..3 online, limit 8, clock 1000, no hooks, no injected failures.
+void fake_reset(void);
+// Online CPUs (ascending numbers below 8).
+void fake_set_online_cpus(const uint32_t* cpus, uint32_t count);
+// The CPU zxs_prim_current_cpu() reports (for every thread).
+void fake_set_current_cpu(uint32_t cpu);
+void fake_set_ticks(uint64_t ticks);
+// Called on each zxs_prim_relax() (stop waiting for writers/timers) with a running count.
+void fake_set_relax_hook(void (*hook)(void* ctx, uint64_t call), void* ctx);
+// Stack bounds zxs_prim_thread_self() reports for the calling thread.
+void fake_set_self_stack(uintptr_t lo, uintptr_t hi);
+// Makes another thread nameable by zxs_prim_thread_from_native(), with its koid and liveness.
+void fake_register_thread(pthread_t thread, uint64_t koid, bool alive);
+void fake_set_thread_alive(uint64_t koid, bool alive);
+// The koid zxs_prim_thread_self() reports for the calling thread.
+uint64_t fake_self_koid(void);
+// Failure injection for the next call of each.
+void fake_fail_next_region_create(void);
+void fake_fail_next_arm(void);
+
+// Sources: is the thread's source armed, with which period; how many arms/disarms so far.
+bool fake_source_armed(uint64_t koid, int64_t* period);
+uint32_t fake_arm_count(void);
+uint32_t fake_disarm_count(void);
+// Fires the armed source of `koid` as the backend's interrupt would: calls zxs_core_sample()
+// with `regs` and the slot's current attach generation if (and only if) the source is armed.
+// Returns whether it fired.
+bool fake_fire(uint64_t koid, const zxs_regs_t* regs);
+// A late signal: calls zxs_core_sample() for the slot with the generation it carried.
+void fake_fire_slot(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs_t* regs);
+// The slot most recently armed for `koid` (NULL if never).
+zxs_thread_slot_t* fake_slot_of(uint64_t koid);
+// Live fake regions (created and not yet freed).
+uint32_t fake_live_regions(void);
+
+#endif  // ZXSAMPLER_TESTS_FAKE_FAKE_PLATFORM_H_

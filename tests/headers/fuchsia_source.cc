@@ -1,0 +1,60 @@
+// A program written against Fuchsia's documentation, in C++, using only Fuchsia's names: it
+// must compile and run unchanged. Both forms of zx_sampler_create are used.
+#include <zxsampler/zircon.h>
+
+#include <cstdio>
+#include <cstring>
+
+static int fail(const char* what, zx_status_t status) {
+  std::fprintf(stderr, "%s: %s\n", what, zxs_status_string(status));
+  return 1;
+}
+
+int main() {
+  zx_handle_t debug_resource;
+  zx_status_t status = zxs_debug_resource_get(&debug_resource);
+  if (status != ZX_OK) return fail("debug resource", status);
+
+  zx_sampler_config_t config;
+  std::memset(&config, 0, sizeof(config));
+  config.period = ZX_MSEC(1);
+  config.buffer_size = 64 * 1024;
+  config.iobuffer_discipline = ZX_IOB_DISCIPLINE_NONE;
+
+  zx_handle_t iob;
+  status = zx_sampler_create(debug_resource, 0, &config, sizeof(config), &iob);  // docs
+  if (status != ZX_OK) return fail("create (5 args)", status);
+  zx_handle_close(iob);
+  status = zx_sampler_create(debug_resource, 0, &config, &iob);  // kernel
+  if (status != ZX_OK) return fail("create (4 args)", status);
+
+  status = zx_sampler_attach(iob, zx_thread_self());
+  if (status != ZX_OK) return fail("attach", status);
+  status = zx_sampler_start(iob);
+  if (status != ZX_OK) return fail("start", status);
+  volatile unsigned long sink = 0;
+  for (unsigned long i = 0; i < 20000000ul; i++) sink = sink + i;
+  status = zx_sampler_stop(iob);
+  if (status != ZX_OK) return fail("stop", status);
+
+  zx_info_iob_t info;
+  status = zx_object_get_info(iob, ZX_INFO_IOB, &info, sizeof(info), nullptr, nullptr);
+  if (status != ZX_OK) return fail("get_info", status);
+  zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
+  size_t actual = 0, avail = 0;
+  status = zx_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions), &actual,
+                              &avail);
+  if (status != ZX_OK) return fail("get_info regions", status);
+  for (size_t i = 0; i < actual; i++) {
+    zx_vaddr_t addr;
+    status = zx_vmar_map_iob(zx_vmar_root_self(), ZX_VM_PERM_READ, 0, iob,
+                             static_cast<uint32_t>(i), 0, regions[i].region.size, &addr);
+    if (status != ZX_OK) return fail("map", status);
+    zx_vmar_unmap(zx_vmar_root_self(), addr, regions[i].region.size);
+  }
+  zx_handle_close(iob);
+  zx_handle_close(debug_resource);
+  std::printf("%u regions of %llu bytes\n", info.region_count,
+              static_cast<unsigned long long>(regions[0].region.size));
+  return 0;
+}

@@ -1,0 +1,61 @@
+// The public structs have Fuchsia's sizes and offsets, and statuses Fuchsia's values.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+// cmocka after the standard headers it needs.
+#include <cmocka.h>
+#include <zxsampler/zxsampler.h>
+
+static void config_layout(void** state) {
+  (void)state;
+  assert_int_equal(sizeof(zx_sampler_config_t), 24);
+  assert_int_equal(offsetof(zx_sampler_config_t, period), 0);
+  assert_int_equal(offsetof(zx_sampler_config_t, buffer_size), 8);
+  assert_int_equal(offsetof(zx_sampler_config_t, iobuffer_discipline), 16);
+}
+
+static void iob_layouts(void** state) {
+  (void)state;
+  assert_int_equal(sizeof(zx_info_iob_t), 16);
+  assert_int_equal(offsetof(zx_info_iob_t, region_count), 8);
+  assert_int_equal(sizeof(zx_iob_discipline_t), 72);
+  assert_int_equal(sizeof(zx_iob_region_t), 120);
+  assert_int_equal(offsetof(zx_iob_region_t, size), 8);
+  assert_int_equal(sizeof(zx_iob_region_info_t), 128);
+  assert_int_equal(offsetof(zx_iob_region_info_t, koid), 120);
+}
+
+static void status_values(void** state) {
+  (void)state;
+  assert_int_equal(ZX_OK, 0);
+  assert_int_equal(ZX_ERR_INTERNAL, -1);
+  assert_int_equal(ZX_ERR_NOT_SUPPORTED, -2);
+  assert_int_equal(ZX_ERR_NO_RESOURCES, -3);
+  assert_int_equal(ZX_ERR_NO_MEMORY, -4);
+  assert_int_equal(ZX_ERR_INVALID_ARGS, -10);
+  assert_int_equal(ZX_ERR_BAD_HANDLE, -11);
+  assert_int_equal(ZX_ERR_WRONG_TYPE, -12);
+  assert_int_equal(ZX_ERR_OUT_OF_RANGE, -14);
+  assert_int_equal(ZX_ERR_BUFFER_TOO_SMALL, -15);
+  assert_int_equal(ZX_ERR_BAD_STATE, -20);
+  assert_int_equal(ZX_ERR_TIMED_OUT, -21);
+  assert_int_equal(ZX_ERR_ALREADY_EXISTS, -26);
+  assert_int_equal(ZX_ERR_ACCESS_DENIED, -30);
+  assert_int_equal(ZX_RIGHT_READ, 1u << 2);
+  assert_int_equal(ZX_RIGHT_APPLY_PROFILE, 1u << 19);
+  assert_int_equal(ZX_INFO_IOB, 34);
+  assert_int_equal(ZX_INFO_IOB_REGIONS, 35);
+  assert_int_equal(ZX_SAMPLER_MIN_PERIOD, 10000);
+  assert_int_equal(ZX_SAMPLER_MAX_BUFFER_SIZE, 1u << 30);
+  assert_string_equal(zxs_status_string(ZX_ERR_BAD_STATE), "ZX_ERR_BAD_STATE");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(config_layout),
+      cmocka_unit_test(iob_layouts),
+      cmocka_unit_test(status_values),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
