@@ -1,0 +1,63 @@
+// Frame-pointer walk within known stack bounds (signal-safe: loads and stores only).
+#include "frame_walk.h"
+
+// The walk reads a stack it does not own (another frame's saved registers; on some backends
+// another, suspended thread's stack). The bounds checks below are what keeps it safe; sanitizer
+// instrumentation would only report those deliberate reads, so it is turned off here.
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+#define ZXS_NO_SANITIZE_STACK_READS __attribute__((no_sanitize("address", "thread")))
+#endif
+#endif
+#ifndef ZXS_NO_SANITIZE_STACK_READS
+#define ZXS_NO_SANITIZE_STACK_READS
+#endif
+
+ZXS_NO_SANITIZE_STACK_READS
+size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi, uint64_t* pcs,
+                      size_t max, bool* truncated) {
+  if (truncated != NULL) {
+    *truncated = false;
+  }
+  if (max == 0) {
+    if (truncated != NULL) {
+      *truncated = true;  // not even the PC fit
+    }
+    return 0;
+  }
+  pcs[0] = regs->pc;
+  size_t n = 1;
+
+  // A frame record is 16 bytes at fp, so fp may range over [max(lo, sp), hi - 16]. Below sp
+  // lies memory the thread is not using (stale frames, the red zone).
+  const uintptr_t lo = regs->sp > stack_lo ? regs->sp : stack_lo;
+  if (stack_hi < 16 || lo > stack_hi - 16) {
+    return n;
+  }
+  const uintptr_t last = stack_hi - 16;
+
+  uintptr_t fp = regs->fp;
+  uintptr_t prev = 0;  // so a null fp ends the walk even with lo == 0
+  for (;;) {
+    // Strictly increasing also bounds the loop: a cycle in the chain cannot repeat.
+    if (fp < lo || fp > last || (fp & 7u) != 0 || fp <= prev) {
+      break;
+    }
+    const uintptr_t* record = (const uintptr_t*)fp;  // validated: [fp, fp + 16) is in bounds
+    const uintptr_t next_fp = record[0];
+    const uintptr_t ret = record[1];
+    if (ret == 0) {
+      break;  // the outermost frame (e.g. a thread's entry) ends the chain
+    }
+    if (n == max) {
+      if (truncated != NULL) {
+        *truncated = true;
+      }
+      break;
+    }
+    pcs[n++] = ret;
+    prev = fp;
+    fp = next_fp;
+  }
+  return n;
+}
