@@ -1,0 +1,868 @@
+// ELF symbol tables, build ID and (optionally, via libdw) line tables for one file.
+//
+// The file is read with pread into owned buffers rather than mapped: a file truncated while
+// mapped would fault (SIGBUS), and only headers, symbol and string tables and notes are needed.
+// Fields are decoded byte by byte as little-endian, so the code is independent of host byte
+// order and alignment, and of <elf.h> (absent on some hosts).
+#define _GNU_SOURCE
+
+#include "elf_symbolizer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(ZXS_HAVE_LIBDW) && ZXS_HAVE_LIBDW
+#define ZXS_ELF_USE_LIBDW 1
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#else
+#define ZXS_ELF_USE_LIBDW 0
+#endif
+
+// ELF constants (the spec's values; prefixed so they cannot clash with <elf.h>, which libdw
+// pulls in).
+#define E_EHDR_SIZE 64u
+#define E_PHDR_SIZE 56u
+#define E_SHDR_SIZE 64u
+#define E_SYM_SIZE 24u
+#define E_NHDR_SIZE 12u
+#define E_ELFCLASS32 1u
+#define E_ELFCLASS64 2u
+#define E_ELFDATA2LSB 1u
+#define E_ELFDATA2MSB 2u
+#define E_EV_CURRENT 1u
+#define E_PT_LOAD 1u
+#define E_PT_NOTE 4u
+#define E_PN_XNUM 0xffffu
+#define E_SHT_NULL 0u
+#define E_SHT_SYMTAB 2u
+#define E_SHT_STRTAB 3u
+#define E_SHT_NOTE 7u
+#define E_SHT_NOBITS 8u
+#define E_SHT_DYNSYM 11u
+#define E_SHF_EXECINSTR 0x4u
+#define E_SHN_UNDEF 0u
+#define E_SHN_LORESERVE 0xff00u
+#define E_SHN_XINDEX 0xffffu
+#define E_STT_NOTYPE 0u
+#define E_STT_FUNC 2u
+#define E_STT_GNU_IFUNC 10u
+#define E_STB_GLOBAL 1u
+#define E_STB_WEAK 2u
+#define E_STB_GNU_UNIQUE 10u
+#define E_NT_GNU_BUILD_ID 3u
+
+// Longer GNU build IDs are treated as absent (as ZXS_BUILD_ID_MAX in modules.h).
+#define BUILD_ID_MAX 64u
+
+// Note sections are small; a larger one is read only up to this (a build ID comes first).
+#define MAX_NOTE_READ (64u * 1024u)
+// How many preceding symbols a lookup tries when the nearest one ends before the address
+// (symbols nested in a larger one, e.g. a local label symbol inside a function).
+#define MAX_ENCLOSING_STEPS 16u
+
+typedef struct sym_entry {
+  uint64_t address;
+  uint64_t size;  // st_size
+  uint64_t end;   // exclusive end used for lookups
+  uint64_t section_end;
+  const char* name;
+  uint8_t source;  // zxs_elf_symbol_source_t
+  uint8_t rank;    // higher wins among aliases at one address
+} sym_entry_t;
+
+struct zxs_elf {
+  char* path;  // NULL for memory images
+  uint8_t build_id[BUILD_ID_MAX];
+  size_t build_id_size;
+  char** strtabs;  // owned string tables the names point into
+  size_t strtab_count;
+  sym_entry_t* syms;
+  size_t sym_count;
+#if ZXS_ELF_USE_LIBDW
+  bool dwfl_tried;
+  Dwfl* dwfl;
+  Dwfl_Module* dwfl_module;
+  struct cu_range* cu_ranges;  // sorted by start
+  size_t cu_range_count;
+  Dwarf_Addr dwfl_bias;  // Dwfl address = file address + dwfl_bias
+#endif
+};
+
+typedef struct reader {
+  int fd;              // -1 for memory
+  const uint8_t* mem;  // NULL for files
+  uint64_t size;
+} reader_t;
+
+typedef struct section {
+  uint32_t type;
+  uint64_t flags;
+  uint64_t addr;
+  uint64_t offset;
+  uint64_t size;
+  uint32_t link;
+  uint64_t addralign;
+  uint64_t entsize;
+} section_t;
+
+static uint16_t le16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static uint32_t le32(const uint8_t* p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static uint64_t le64(const uint8_t* p) { return (uint64_t)le32(p) | ((uint64_t)le32(p + 4) << 32); }
+
+// True if [offset, offset + len) lies within the image.
+static bool in_bounds(const reader_t* r, uint64_t offset, uint64_t len) {
+  return offset <= r->size && len <= r->size - offset;
+}
+
+static zx_status_t read_at(const reader_t* r, uint64_t offset, void* buf, size_t len) {
+  if (!in_bounds(r, offset, len)) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  if (r->mem != NULL) {
+    memcpy(buf, r->mem + offset, len);
+    return ZX_OK;
+  }
+  uint8_t* out = buf;
+  while (len > 0) {
+    if (offset > (uint64_t)INT64_MAX) {
+      return ZX_ERR_IO_DATA_INTEGRITY;
+    }
+    ssize_t n = pread(r->fd, out, len, (off_t)offset);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return ZX_ERR_IO;
+    }
+    if (n == 0) {
+      return ZX_ERR_IO_DATA_INTEGRITY;  // the file shrank since fstat
+    }
+    out += n;
+    len -= (size_t)n;
+    offset += (uint64_t)n;
+  }
+  return ZX_OK;
+}
+
+// Reads [offset, offset + len) into a new buffer with a NUL after it (so string tables are
+// always terminated).
+static zx_status_t read_alloc(const reader_t* r, uint64_t offset, uint64_t len, uint8_t** out) {
+  if (!in_bounds(r, offset, len)) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  if (len >= SIZE_MAX) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  uint8_t* buf = malloc((size_t)len + 1);
+  if (buf == NULL) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  zx_status_t status = read_at(r, offset, buf, (size_t)len);
+  if (status != ZX_OK) {
+    free(buf);
+    return status;
+  }
+  buf[len] = 0;
+  *out = buf;
+  return ZX_OK;
+}
+
+static uint64_t align_up(uint64_t value, uint64_t align) {
+  return (value + align - 1) & ~(align - 1);
+}
+
+// Scans notes for E_NT_GNU_BUILD_ID "GNU". Returns true when found (even if unusably long).
+static bool parse_build_id(zxs_elf_t* elf, const uint8_t* notes, uint64_t size, uint64_t align) {
+  uint64_t pos = 0;
+  while (size - pos >= E_NHDR_SIZE) {
+    uint32_t namesz = le32(notes + pos);
+    uint32_t descsz = le32(notes + pos + 4);
+    uint32_t type = le32(notes + pos + 8);
+    pos += E_NHDR_SIZE;
+    uint64_t name_span = align_up(namesz, align);
+    if (name_span > size - pos) {
+      return false;
+    }
+    const uint8_t* name = notes + pos;
+    pos += name_span;
+    if (descsz > size - pos) {
+      return false;
+    }
+    if (type == E_NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+      if (descsz > 0 && descsz <= sizeof(elf->build_id)) {
+        memcpy(elf->build_id, notes + pos, descsz);
+        elf->build_id_size = descsz;
+      }
+      return true;
+    }
+    uint64_t desc_span = align_up(descsz, align);
+    if (desc_span > size - pos) {
+      return false;
+    }
+    pos += desc_span;
+  }
+  return false;
+}
+
+static zx_status_t read_build_id(zxs_elf_t* elf, const reader_t* r, uint64_t offset, uint64_t size,
+                                 uint64_t align, bool* found) {
+  if (size > MAX_NOTE_READ) {
+    size = MAX_NOTE_READ;
+  }
+  uint8_t* notes = NULL;
+  zx_status_t status = read_alloc(r, offset, size, &notes);
+  if (status != ZX_OK) {
+    return status;
+  }
+  *found = parse_build_id(elf, notes, size, align == 8 ? 8 : 4);
+  free(notes);
+  return ZX_OK;
+}
+
+static int leading_underscores(const char* name) {
+  int n = 0;
+  while (name[n] == '_') {
+    n++;
+  }
+  return n;
+}
+
+static int compare_syms(const void* a, const void* b) {
+  const sym_entry_t* sa = a;
+  const sym_entry_t* sb = b;
+  if (sa->address != sb->address) {
+    return sa->address < sb->address ? -1 : 1;
+  }
+  if (sa->rank != sb->rank) {
+    return sa->rank > sb->rank ? -1 : 1;
+  }
+  int ua = leading_underscores(sa->name);
+  int ub = leading_underscores(sb->name);
+  if (ua != ub) {
+    return ua < ub ? -1 : 1;
+  }
+  if (sa->source != sb->source) {
+    return sa->source < sb->source ? -1 : 1;  // .symtab before .dynsym
+  }
+  return strcmp(sa->name, sb->name);
+}
+
+static uint8_t symbol_rank(uint64_t size, uint8_t bind, uint8_t type) {
+  uint8_t rank = 0;
+  if (size > 0) {
+    rank |= 8;
+  }
+  if (bind == E_STB_GLOBAL || bind == E_STB_GNU_UNIQUE) {
+    rank |= 4;
+  } else if (bind == E_STB_WEAK) {
+    rank |= 2;
+  }
+  if (type != E_STT_NOTYPE) {
+    rank |= 1;
+  }
+  return rank;
+}
+
+// Appends the function symbols of symbol table `sec` (whose string table is sections[link]).
+static zx_status_t add_symbol_table(zxs_elf_t* elf, const reader_t* r, const section_t* sections,
+                                    size_t shnum, const section_t* sec, size_t* capacity) {
+  if (sec->entsize != E_SYM_SIZE || sec->link >= shnum) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  const section_t* str = &sections[sec->link];
+  if (str->type != E_SHT_STRTAB) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  uint64_t count = sec->size / E_SYM_SIZE;
+  if (count == 0) {
+    return ZX_OK;
+  }
+  char** strtabs = realloc(elf->strtabs, (elf->strtab_count + 1) * sizeof(*strtabs));
+  if (strtabs == NULL) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  elf->strtabs = strtabs;
+  uint8_t* strtab = NULL;
+  zx_status_t status = read_alloc(r, str->offset, str->size, &strtab);
+  if (status != ZX_OK) {
+    return status;
+  }
+  elf->strtabs[elf->strtab_count++] = (char*)strtab;
+  uint8_t* table = NULL;
+  status = read_alloc(r, sec->offset, count * E_SYM_SIZE, &table);
+  if (status != ZX_OK) {
+    return status;
+  }
+  uint8_t source = sec->type == E_SHT_SYMTAB ? ZXS_ELF_SOURCE_SYMTAB : ZXS_ELF_SOURCE_DYNSYM;
+  for (uint64_t i = 1; i < count; i++) {  // entry 0 is the null symbol
+    const uint8_t* s = table + i * E_SYM_SIZE;
+    uint32_t name = le32(s);
+    uint8_t type = s[4] & 0xf;
+    uint8_t bind = s[4] >> 4;
+    uint16_t shndx = le16(s + 6);
+    uint64_t value = le64(s + 8);
+    uint64_t size = le64(s + 16);
+    if (name == 0 || name >= str->size || strtab[name] == '\0' || value == 0 ||
+        size > UINT64_MAX - value || shndx == E_SHN_UNDEF) {
+      continue;
+    }
+    uint64_t section_end = UINT64_MAX;
+    if (shndx == E_SHN_XINDEX) {
+      // The real index is in SHT_SYMTAB_SHNDX; without reading it, trust typed functions only.
+      if (type != E_STT_FUNC && type != E_STT_GNU_IFUNC) {
+        continue;
+      }
+    } else if (shndx >= E_SHN_LORESERVE) {
+      continue;  // absolute or common: not code
+    } else {
+      if (shndx >= shnum) {
+        continue;
+      }
+      const section_t* in = &sections[shndx];
+      bool exec = (in->flags & E_SHF_EXECINSTR) != 0;
+      if (type == E_STT_NOTYPE) {
+        // Untyped symbols in code are hand-written assembly entry points; skip local labels and
+        // ARM/AArch64 mapping symbols ($x, $d).
+        const char* n = (const char*)strtab + name;
+        if (!exec || n[0] == '$' || (n[0] == '.' && n[1] == 'L')) {
+          continue;
+        }
+      } else if (type != E_STT_FUNC && type != E_STT_GNU_IFUNC) {
+        continue;
+      }
+      if (in->size <= UINT64_MAX - in->addr) {
+        section_end = in->addr + in->size;
+      }
+    }
+    if (elf->sym_count == *capacity) {
+      size_t grown_capacity = *capacity == 0 ? 1024 : 2 * *capacity;
+      sym_entry_t* grown = realloc(elf->syms, grown_capacity * sizeof(*grown));
+      if (grown == NULL) {
+        free(table);
+        return ZX_ERR_NO_MEMORY;
+      }
+      elf->syms = grown;
+      *capacity = grown_capacity;
+    }
+    sym_entry_t* e = &elf->syms[elf->sym_count++];
+    e->address = value;
+    e->size = size;
+    e->end = 0;
+    e->section_end = section_end;
+    e->name = (const char*)strtab + name;
+    e->source = source;
+    e->rank = symbol_rank(size, bind, type);
+  }
+  free(table);
+  return ZX_OK;
+}
+
+// Sorts, keeps the best alias per address, and settles each symbol's lookup end.
+static void finish_symbols(zxs_elf_t* elf) {
+  if (elf->sym_count == 0) {
+    return;
+  }
+  qsort(elf->syms, elf->sym_count, sizeof(elf->syms[0]), compare_syms);
+  size_t kept = 0;
+  for (size_t i = 0; i < elf->sym_count; i++) {
+    if (kept > 0 && elf->syms[kept - 1].address == elf->syms[i].address) {
+      continue;
+    }
+    elf->syms[kept++] = elf->syms[i];
+  }
+  elf->sym_count = kept;
+  for (size_t i = 0; i < kept; i++) {
+    sym_entry_t* e = &elf->syms[i];
+    if (e->size > 0) {
+      e->end = e->address + e->size;
+      continue;
+    }
+    // Unsized: up to the next symbol, but not past its section.
+    uint64_t end = e->section_end;
+    if (i + 1 < kept && elf->syms[i + 1].address < end) {
+      end = elf->syms[i + 1].address;
+    }
+    if (end == UINT64_MAX && e->section_end == UINT64_MAX) {
+      end = e->address + 1;  // nothing bounds it: the exact address only
+    }
+    e->end = end > e->address ? end : e->address + 1;
+  }
+}
+
+static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
+  uint8_t eh[E_EHDR_SIZE];
+  if (r->size < E_EHDR_SIZE) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  zx_status_t status = read_at(r, 0, eh, sizeof(eh));
+  if (status != ZX_OK) {
+    return status;
+  }
+  if (memcmp(eh, "\177ELF", 4) != 0) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  if ((eh[4] != E_ELFCLASS32 && eh[4] != E_ELFCLASS64) ||
+      (eh[5] != E_ELFDATA2LSB && eh[5] != E_ELFDATA2MSB) || eh[6] != E_EV_CURRENT) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  if (eh[4] != E_ELFCLASS64 || eh[5] != E_ELFDATA2LSB) {
+    return ZX_ERR_NOT_SUPPORTED;
+  }
+  uint64_t phoff = le64(eh + 32);
+  uint64_t shoff = le64(eh + 40);
+  uint16_t ehsize = le16(eh + 52);
+  uint16_t phentsize = le16(eh + 54);
+  uint64_t phnum = le16(eh + 56);
+  uint16_t shentsize = le16(eh + 58);
+  uint64_t shnum = le16(eh + 60);
+  if (ehsize < E_EHDR_SIZE) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+
+  // Section headers. Counts of 0xff00 and more live in section 0 (extended numbering).
+  section_t* sections = NULL;
+  if (shoff != 0) {
+    if (shentsize != E_SHDR_SIZE) {
+      return ZX_ERR_IO_DATA_INTEGRITY;
+    }
+    uint8_t sh0[E_SHDR_SIZE];
+    status = read_at(r, shoff, sh0, sizeof(sh0));
+    if (status != ZX_OK) {
+      return status;
+    }
+    if (shnum == 0) {
+      shnum = le64(sh0 + 32);
+    }
+    if (phnum == E_PN_XNUM) {
+      phnum = le32(sh0 + 44);
+    }
+    if (shnum == 0 || shnum > (r->size - shoff) / E_SHDR_SIZE) {
+      return ZX_ERR_IO_DATA_INTEGRITY;
+    }
+    if (shnum > SIZE_MAX / sizeof(*sections)) {
+      return ZX_ERR_NO_MEMORY;
+    }
+    uint8_t* raw = NULL;
+    status = read_alloc(r, shoff, shnum * E_SHDR_SIZE, &raw);
+    if (status != ZX_OK) {
+      return status;
+    }
+    sections = calloc((size_t)shnum, sizeof(*sections));
+    if (sections == NULL) {
+      free(raw);
+      return ZX_ERR_NO_MEMORY;
+    }
+    for (uint64_t i = 0; i < shnum; i++) {
+      const uint8_t* s = raw + i * E_SHDR_SIZE;
+      section_t* sec = &sections[i];
+      sec->type = le32(s + 4);
+      sec->flags = le64(s + 8);
+      sec->addr = le64(s + 16);
+      sec->offset = le64(s + 24);
+      sec->size = le64(s + 32);
+      sec->link = le32(s + 40);
+      sec->addralign = le64(s + 48);
+      sec->entsize = le64(s + 56);
+      // Every section with file contents must be in the file: a truncated file is rejected
+      // here, before anything (libdw included) reads it.
+      if (i > 0 && sec->type != E_SHT_NULL && sec->type != E_SHT_NOBITS &&
+          !in_bounds(r, sec->offset, sec->size)) {
+        status = ZX_ERR_IO_DATA_INTEGRITY;
+      }
+    }
+    free(raw);
+  } else {
+    shnum = 0;
+  }
+
+  // Program headers: loaded and note segments must be in the file too.
+  uint8_t* phdrs = NULL;
+  if (status == ZX_OK && phnum > 0) {
+    if (phentsize != E_PHDR_SIZE || phoff == 0 || phnum > r->size / E_PHDR_SIZE) {
+      status = ZX_ERR_IO_DATA_INTEGRITY;
+    } else {
+      status = read_alloc(r, phoff, phnum * E_PHDR_SIZE, &phdrs);
+    }
+  }
+  for (uint64_t i = 0; status == ZX_OK && i < phnum; i++) {
+    const uint8_t* p = phdrs + i * E_PHDR_SIZE;
+    uint32_t type = le32(p);
+    if ((type == E_PT_LOAD || type == E_PT_NOTE) && !in_bounds(r, le64(p + 8), le64(p + 32))) {
+      status = ZX_ERR_IO_DATA_INTEGRITY;
+    }
+  }
+
+  // Build ID: loaded notes first (what the running module has), then note sections.
+  bool found = false;
+  for (uint64_t i = 0; status == ZX_OK && !found && i < phnum; i++) {
+    const uint8_t* p = phdrs + i * E_PHDR_SIZE;
+    if (le32(p) == E_PT_NOTE) {
+      status = read_build_id(elf, r, le64(p + 8), le64(p + 32), le64(p + 48), &found);
+    }
+  }
+  free(phdrs);
+  for (uint64_t i = 1; status == ZX_OK && !found && i < shnum; i++) {
+    if (sections[i].type == E_SHT_NOTE) {
+      status = read_build_id(elf, r, sections[i].offset, sections[i].size, sections[i].addralign,
+                             &found);
+    }
+  }
+
+  size_t capacity = 0;
+  for (uint64_t i = 1; status == ZX_OK && i < shnum; i++) {
+    if (sections[i].type == E_SHT_SYMTAB || sections[i].type == E_SHT_DYNSYM) {
+      status = add_symbol_table(elf, r, sections, (size_t)shnum, &sections[i], &capacity);
+    }
+  }
+  free(sections);
+  if (status == ZX_OK) {
+    finish_symbols(elf);
+  }
+  return status;
+}
+
+void zxs_elf_close(zxs_elf_t* elf) {
+  if (elf == NULL) {
+    return;
+  }
+#if ZXS_ELF_USE_LIBDW
+  if (elf->dwfl != NULL) {
+    dwfl_end(elf->dwfl);
+  }
+  free(elf->cu_ranges);
+#endif
+  for (size_t i = 0; i < elf->strtab_count; i++) {
+    free(elf->strtabs[i]);
+  }
+  free(elf->strtabs);
+  free(elf->syms);
+  free(elf->path);
+  free(elf);
+}
+
+static zx_status_t open_image(const reader_t* r, const char* path, zxs_elf_t** out) {
+  zxs_elf_t* elf = calloc(1, sizeof(*elf));
+  if (elf == NULL) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  if (path != NULL) {
+    size_t n = strlen(path) + 1;
+    elf->path = malloc(n);
+    if (elf->path == NULL) {
+      zxs_elf_close(elf);
+      return ZX_ERR_NO_MEMORY;
+    }
+    memcpy(elf->path, path, n);
+  }
+  zx_status_t status = parse(elf, r);
+  if (status != ZX_OK) {
+    zxs_elf_close(elf);
+    return status;
+  }
+  *out = elf;
+  return ZX_OK;
+}
+
+zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out) {
+  if (path == NULL || out == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  *out = NULL;
+  // O_NONBLOCK: opening a FIFO must not hang; it is then rejected as not a regular file.
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    switch (errno) {
+      case ENOENT:
+      case ENOTDIR:
+        return ZX_ERR_NOT_FOUND;
+      case EACCES:
+      case EPERM:
+        return ZX_ERR_ACCESS_DENIED;
+      case ENOMEM:
+        return ZX_ERR_NO_MEMORY;
+      default:
+        return ZX_ERR_IO;
+    }
+  }
+  struct stat st;
+  zx_status_t status = ZX_OK;
+  if (fstat(fd, &st) != 0) {
+    status = ZX_ERR_IO;
+  } else if (!S_ISREG(st.st_mode)) {
+    status = ZX_ERR_NOT_FILE;
+  } else {
+    reader_t r = {.fd = fd, .mem = NULL, .size = (uint64_t)st.st_size};
+    status = open_image(&r, path, out);
+  }
+  close(fd);
+  return status;
+}
+
+zx_status_t zxs_elf_open_memory(const void* data, size_t size, zxs_elf_t** out) {
+  if ((data == NULL && size > 0) || out == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  *out = NULL;
+  reader_t r = {.fd = -1, .mem = data, .size = size};
+  if (data == NULL) {
+    return ZX_ERR_IO_DATA_INTEGRITY;  // an empty image
+  }
+  return open_image(&r, NULL, out);
+}
+
+zx_status_t zxs_elf_build_id(const zxs_elf_t* elf, const uint8_t** id, size_t* size) {
+  if (elf == NULL || id == NULL || size == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  if (elf->build_id_size == 0) {
+    return ZX_ERR_NOT_FOUND;
+  }
+  *id = elf->build_id;
+  *size = elf->build_id_size;
+  return ZX_OK;
+}
+
+size_t zxs_elf_symbol_count(const zxs_elf_t* elf) { return elf != NULL ? elf->sym_count : 0; }
+
+bool zxs_elf_have_line_info(void) { return ZXS_ELF_USE_LIBDW != 0; }
+
+// The symbol covering `address`, or NULL.
+static const sym_entry_t* find_symbol(const zxs_elf_t* elf, uint64_t address) {
+  size_t lo = 0;
+  size_t hi = elf->sym_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (elf->syms[mid].address <= address) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  for (size_t steps = 0; lo > 0 && steps < MAX_ENCLOSING_STEPS; lo--, steps++) {
+    const sym_entry_t* e = &elf->syms[lo - 1];
+    if (address < e->end) {
+      return e;
+    }
+  }
+  return NULL;
+}
+
+#if ZXS_ELF_USE_LIBDW
+
+// Dwfl-address ranges of the compile units. Built here because libdw before 0.191 maps
+// addresses to CUs only through .debug_aranges, which clang does not emit by default.
+typedef struct cu_range {
+  Dwarf_Addr start;  // Dwfl addresses, [start, end)
+  Dwarf_Addr end;
+  Dwarf_Addr bias;  // Dwfl address - DWARF address in this CU
+  Dwarf_Die* cu;    // owned by the Dwfl, stable until dwfl_end
+} cu_range_t;
+
+static int compare_cu_ranges(const void* a, const void* b) {
+  const cu_range_t* ra = a;
+  const cu_range_t* rb = b;
+  if (ra->start != rb->start) {
+    return ra->start < rb->start ? -1 : 1;
+  }
+  return 0;
+}
+
+static void index_cus(zxs_elf_t* elf) {
+  size_t capacity = 0;
+  Dwarf_Addr bias = 0;
+  for (Dwarf_Die* cu = dwfl_module_nextcu(elf->dwfl_module, NULL, &bias); cu != NULL;
+       cu = dwfl_module_nextcu(elf->dwfl_module, cu, &bias)) {
+    Dwarf_Addr base = 0;
+    Dwarf_Addr start = 0;
+    Dwarf_Addr end = 0;
+    for (ptrdiff_t offset = dwarf_ranges(cu, 0, &base, &start, &end); offset > 0;
+         offset = dwarf_ranges(cu, offset, &base, &start, &end)) {
+      if (start >= end || end > UINT64_MAX - bias) {
+        continue;
+      }
+      if (elf->cu_range_count == capacity) {
+        size_t grown_capacity = capacity == 0 ? 64 : 2 * capacity;
+        cu_range_t* grown = realloc(elf->cu_ranges, grown_capacity * sizeof(*grown));
+        if (grown == NULL) {
+          return;  // keep what was indexed: fewer lines, still correct ones
+        }
+        elf->cu_ranges = grown;
+        capacity = grown_capacity;
+      }
+      elf->cu_ranges[elf->cu_range_count++] =
+          (cu_range_t){.start = start + bias, .end = end + bias, .bias = bias, .cu = cu};
+    }
+  }
+  if (elf->cu_range_count > 1) {
+    qsort(elf->cu_ranges, elf->cu_range_count, sizeof(elf->cu_ranges[0]), compare_cu_ranges);
+  }
+}
+
+static const cu_range_t* find_cu(const zxs_elf_t* elf, Dwarf_Addr address) {
+  size_t lo = 0;
+  size_t hi = elf->cu_range_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (elf->cu_ranges[mid].start <= address) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  // Ranges rarely overlap; look a few back in case one nests in another.
+  for (size_t steps = 0; lo > 0 && steps < MAX_ENCLOSING_STEPS; lo--, steps++) {
+    if (address < elf->cu_ranges[lo - 1].end) {
+      return &elf->cu_ranges[lo - 1];
+    }
+  }
+  return NULL;
+}
+
+// Sets up libdw for this file on first use. Offline reporting treats the file as not loaded;
+// the standard callbacks find separate debug files by build ID or .gnu_debuglink.
+static bool dwfl_ready(zxs_elf_t* elf) {
+  if (elf->dwfl_tried) {
+    return elf->dwfl_module != NULL;
+  }
+  elf->dwfl_tried = true;
+  if (elf->path == NULL) {
+    return false;
+  }
+  static const Dwfl_Callbacks callbacks = {
+      .find_elf = dwfl_build_id_find_elf,
+      .find_debuginfo = dwfl_standard_find_debuginfo,
+      .section_address = dwfl_offline_section_address,
+  };
+  Dwfl* dwfl = dwfl_begin(&callbacks);
+  if (dwfl == NULL) {
+    return false;
+  }
+  Dwfl_Module* module = dwfl_report_offline(dwfl, elf->path, elf->path, -1);
+  GElf_Addr bias = 0;
+  if (dwfl_report_end(dwfl, NULL, NULL) != 0 || module == NULL ||
+      dwfl_module_getelf(module, &bias) == NULL) {
+    dwfl_end(dwfl);
+    return false;
+  }
+  // The file may have been replaced since it was opened: then its lines would be wrong.
+  const unsigned char* bits = NULL;
+  GElf_Addr vaddr = 0;
+  int len = dwfl_module_build_id(module, &bits, &vaddr);
+  if (elf->build_id_size > 0 &&
+      (len != (int)elf->build_id_size || memcmp(bits, elf->build_id, elf->build_id_size) != 0)) {
+    dwfl_end(dwfl);
+    return false;
+  }
+  elf->dwfl = dwfl;
+  elf->dwfl_module = module;
+  elf->dwfl_bias = bias;
+  index_cus(elf);
+  return true;
+}
+
+// The name of a DIE, preferring the linkage name (what symbol tables hold), following
+// DW_AT_specification / DW_AT_abstract_origin.
+static const char* die_function_name(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  const char* name = NULL;
+  if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) != NULL) {
+    name = dwarf_formstring(&attr);
+  }
+  if (name == NULL && dwarf_attr_integrate(die, DW_AT_name, &attr) != NULL) {
+    name = dwarf_formstring(&attr);
+  }
+  return name;
+}
+
+static void lookup_dwarf(zxs_elf_t* elf, uint64_t probe, uint64_t address, bool want_name,
+                         zxs_elf_location_t* out) {
+  if (!dwfl_ready(elf) || probe > UINT64_MAX - elf->dwfl_bias) {
+    return;
+  }
+  Dwarf_Addr dwfl_addr = probe + elf->dwfl_bias;
+  const cu_range_t* range = find_cu(elf, dwfl_addr);
+  if (range == NULL) {
+    return;
+  }
+  Dwarf_Die* cu = range->cu;
+  Dwarf_Addr cu_bias = range->bias;
+  Dwarf_Line* line = dwarf_getsrc_die(cu, dwfl_addr - cu_bias);
+  if (line != NULL) {
+    int lineno = 0;
+    int column = 0;
+    const char* file = dwarf_linesrc(line, NULL, NULL);
+    if (file != NULL) {
+      (void)dwarf_lineno(line, &lineno);
+      (void)dwarf_linecol(line, &column);
+      out->file = file;
+      out->line = lineno > 0 ? (uint32_t)lineno : 0;
+      out->column = column > 0 ? (uint32_t)column : 0;
+    }
+  }
+  if (!want_name) {
+    return;
+  }
+  Dwarf_Die* scopes = NULL;
+  int n = dwarf_getscopes(cu, dwfl_addr - cu_bias, &scopes);
+  // Innermost first: the first subprogram is the function the code physically belongs to
+  // (inlined callees are DW_TAG_inlined_subroutine).
+  for (int i = 0; i < n; i++) {
+    if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram) {
+      continue;
+    }
+    const char* name = die_function_name(&scopes[i]);
+    if (name != NULL) {
+      out->name = name;
+      out->source = ZXS_ELF_SOURCE_DWARF;
+      Dwarf_Addr entry = 0;
+      if (dwarf_entrypc(&scopes[i], &entry) == 0 && entry + cu_bias >= elf->dwfl_bias) {
+        out->symbol_address = entry + cu_bias - elf->dwfl_bias;
+        out->offset = address - out->symbol_address;
+      }
+    }
+    break;
+  }
+  free(scopes);
+}
+
+#endif  // ZXS_ELF_USE_LIBDW
+
+zx_status_t zxs_elf_lookup(zxs_elf_t* elf, uint64_t address, uint32_t flags,
+                           zxs_elf_location_t* out) {
+  if (elf == NULL || out == NULL ||
+      (flags & ~(ZXS_ELF_LOOKUP_RETURN_ADDRESS | ZXS_ELF_LOOKUP_NO_LINES)) != 0) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  memset(out, 0, sizeof(*out));
+  uint64_t probe = address;
+  if ((flags & ZXS_ELF_LOOKUP_RETURN_ADDRESS) != 0) {
+    if (address == 0) {
+      return ZX_ERR_NOT_FOUND;
+    }
+    probe = address - 1;  // inside the call instruction
+  }
+  const sym_entry_t* e = find_symbol(elf, probe);
+  if (e != NULL) {
+    out->name = e->name;
+    out->symbol_address = e->address;
+    out->symbol_size = e->size;
+    out->offset = address - e->address;
+    out->source = (zxs_elf_symbol_source_t)e->source;
+  }
+#if ZXS_ELF_USE_LIBDW
+  if ((flags & ZXS_ELF_LOOKUP_NO_LINES) == 0) {
+    lookup_dwarf(elf, probe, address, e == NULL, out);
+  }
+#endif
+  return out->name != NULL || out->file != NULL ? ZX_OK : ZX_ERR_NOT_FOUND;
+}

@@ -1,0 +1,121 @@
+// The loaded modules (ELF images) of a process: what a symbolizer needs to turn sampled PCs
+// into (module, module-relative address) pairs, here or on another machine.
+//
+// Addresses:
+// - A "runtime address" is an address in the sampled process (a PC).
+// - A "file address" is the link-time virtual address inside the module's ELF file, the one
+//   its symbol tables and DWARF use: file address = runtime address - load_bias.
+// - A "file offset" is a byte offset in the ELF file (what pprof-style mappings want).
+//
+// Everything here runs outside signal handlers: capture allocates. Lists are plain data (every
+// pointer is malloc'd), so a reader of recorded data may build one by hand, call
+// zxs_modules_index() and then use the lookups.
+#ifndef ZXSAMPLER_SRC_REPORT_MODULES_H_
+#define ZXSAMPLER_SRC_REPORT_MODULES_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zxsampler/types.h>
+
+// GNU build IDs longer than this are treated as absent (real ones are 8 to 32 bytes).
+#define ZXS_BUILD_ID_MAX 64
+
+// Segment permission bits (same values as ZX_VM_PERM_READ / WRITE / EXECUTE).
+#define ZXS_SEGMENT_R 1u
+#define ZXS_SEGMENT_W 2u
+#define ZXS_SEGMENT_X 4u
+
+typedef enum zxs_module_kind {
+  ZXS_MODULE_SHARED = 0,  // a shared library (or any dlopen'd / loader-mapped ELF)
+  ZXS_MODULE_MAIN = 1,    // the main executable
+  ZXS_MODULE_VDSO = 2,    // the kernel-provided vDSO; it has no file, path is "[vdso]"
+} zxs_module_kind_t;
+
+// One PT_LOAD segment. Loaded at runtime [load_bias + vaddr, load_bias + vaddr + memsz).
+typedef struct zxs_segment {
+  uint64_t vaddr;   // p_vaddr (a file address)
+  uint64_t memsz;   // p_memsz
+  uint64_t offset;  // p_offset in the file
+  uint32_t flags;   // ZXS_SEGMENT_R | ZXS_SEGMENT_W | ZXS_SEGMENT_X
+} zxs_segment_t;
+
+typedef struct zxs_module {
+  char* path;  // as the loader names it, /proc/self/exe's target for the main executable,
+               // "[vdso]" for the vDSO; never NULL after capture ("" if unknown)
+  zxs_module_kind_t kind;
+  uint8_t build_id[ZXS_BUILD_ID_MAX];  // GNU build ID (NT_GNU_BUILD_ID descriptor bytes)
+  size_t build_id_size;                // 0 if the module has none
+  uint64_t load_bias;                  // runtime address - file address (dlpi_addr)
+  zxs_segment_t* segments;             // PT_LOAD segments, in program-header order
+  size_t segment_count;
+  // Set by zxs_modules_index(): the runtime span of the segments, [start, end).
+  uint64_t start;
+  uint64_t end;
+} zxs_module_t;
+
+typedef struct zxs_module_list {
+  zxs_module_t* modules;  // sorted by start after zxs_modules_index()
+  size_t count;
+} zxs_module_list_t;
+
+// Captures the calling process's loaded modules (dl_iterate_phdr) into *out, indexed (see
+// zxs_modules_index), replacing whatever *out held without freeing it. Build IDs are read from
+// each module's mapped PT_NOTE segments. Modules that map no PT_LOAD segment are left out.
+// Returns ZX_OK, ZX_ERR_INVALID_ARGS (out is NULL), ZX_ERR_NO_MEMORY, or ZX_ERR_NOT_SUPPORTED
+// where dl_iterate_phdr is not available (on error *out is empty). Thread-safe (the loader
+// serializes with dlopen/dlclose); not async-signal-safe (allocates).
+zx_status_t zxs_modules_capture(zxs_module_list_t* out);
+
+// Frees every path and segment array of the list and the array itself, and empties the list.
+// NULL and empty lists are fine. Not thread-safe with other users of the same list.
+void zxs_modules_free(zxs_module_list_t* list);
+
+// Computes each module's [start, end) from its segments and sorts the modules by start; call
+// after building or changing a list by hand. Modules without segments get start == end == 0.
+// Returns ZX_OK or ZX_ERR_INVALID_ARGS (list is NULL, or a segment's end overflows 64 bits).
+// Not thread-safe with other users of the same list.
+zx_status_t zxs_modules_index(zxs_module_list_t* list);
+
+// Finds the module and loaded segment whose runtime range contains `pc` (binary search; the
+// list must be indexed). Either out pointer may be NULL. Returns ZX_OK, ZX_ERR_NOT_FOUND
+// (also for addresses in gaps between a module's segments) or ZX_ERR_INVALID_ARGS. Read-only:
+// concurrent calls on one list are safe.
+zx_status_t zxs_modules_find(const zxs_module_list_t* list, uint64_t pc,
+                             const zxs_module_t** module, const zxs_segment_t** segment);
+
+// The file address of runtime address `pc` in `module` (pc - load_bias, modulo 2^64). Pure.
+uint64_t zxs_module_file_address(const zxs_module_t* module, uint64_t pc);
+
+// The file offset of runtime address `pc`, which must lie in `segment` of `module`. Bytes past
+// the segment's file size (.bss) have offsets past the file's data. Pure.
+uint64_t zxs_segment_file_offset(const zxs_module_t* module, const zxs_segment_t* segment,
+                                 uint64_t pc);
+
+// Flag for zxs_modules_file_address(): `pc` is a return address (a frame other than the
+// innermost), so the module is found at pc - 1, the call instruction's last byte; a call that
+// ends a module's last segment then stays in that module. The file address returned is still
+// that of `pc` itself: pass ZXS_ELF_LOOKUP_RETURN_ADDRESS to zxs_elf_lookup() with it, which
+// does the same - 1 for the symbol and line. Never subtract 1 yourself as well.
+#define ZXS_MODULES_RETURN_ADDRESS (1u << 0)
+
+// zxs_modules_find() then zxs_module_file_address(): the module containing `pc` and the file
+// address to give its symbolizer. `flags` is 0 or ZXS_MODULES_RETURN_ADDRESS. Either out
+// pointer may be NULL. Statuses as for zxs_modules_find(). Read-only: concurrent calls are safe.
+zx_status_t zxs_modules_file_address(const zxs_module_list_t* list, uint64_t pc, uint32_t flags,
+                                     const zxs_module_t** module, uint64_t* file_address);
+
+// The in-memory ELF image of a vDSO module captured from this process, for
+// zxs_elf_open_memory() (the vDSO has no file; saving this image lets another machine
+// symbolize it). The kernel maps the whole image, page-rounded, at the segment with file
+// offset 0; its section headers lie past that segment's memsz, so *size is rounded up to the
+// page size. Returns ZX_OK, ZX_ERR_WRONG_TYPE (not a vDSO), ZX_ERR_NOT_FOUND (no segment at
+// offset 0) or ZX_ERR_INVALID_ARGS. Only meaningful for a list captured in this process and
+// while it runs. Thread-safe.
+zx_status_t zxs_module_vdso_image(const zxs_module_t* module, const void** data, size_t* size);
+
+// Writes the build ID as lowercase hex plus a NUL into buf (2 * size + 1 bytes needed).
+// Returns ZX_OK, ZX_ERR_BUFFER_TOO_SMALL or ZX_ERR_INVALID_ARGS. Pure, thread-safe.
+zx_status_t zxs_build_id_to_hex(const uint8_t* id, size_t size, char* buf, size_t buf_size);
+
+#endif  // ZXSAMPLER_SRC_REPORT_MODULES_H_
