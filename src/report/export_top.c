@@ -1,0 +1,261 @@
+// A "top functions" text report: self and inclusive sample counts per function.
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "export_util.h"
+
+typedef struct top_state {
+  const zxs_profile_t* profile;
+  uint32_t* location_function;  // label index per location
+  zxs_strtab_t labels;
+  uint64_t* self;  // per label
+  uint64_t* total;
+  size_t* stamp;  // last sample (index + 1) that counted this label's total
+  uint32_t flags;
+} top_state_t;
+
+// The qsort comparator cannot take a context: rows carry their numbers.
+typedef struct row {
+  uint64_t self;
+  uint64_t total;
+  const char* name;
+} row_t;
+
+static int compare_rows_self(const void* a, const void* b) {
+  const row_t* ra = a;
+  const row_t* rb = b;
+  if (ra->self != rb->self) return ra->self > rb->self ? -1 : 1;
+  if (ra->total != rb->total) return ra->total > rb->total ? -1 : 1;
+  return strcmp(ra->name, rb->name);
+}
+
+static int compare_rows_total(const void* a, const void* b) {
+  const row_t* ra = a;
+  const row_t* rb = b;
+  if (ra->total != rb->total) return ra->total > rb->total ? -1 : 1;
+  if (ra->self != rb->self) return ra->self > rb->self ? -1 : 1;
+  return strcmp(ra->name, rb->name);
+}
+
+// `width` 0: unpadded.
+static void write_percent(FILE* out, uint64_t n, uint64_t total, int width) {
+  zxs_sb_t sb = {0};
+  zxs_sb_percent(&sb, n, total);
+  fprintf(out, "%*s%%", width, zxs_sb_str(&sb));
+  zxs_sb_free(&sb);
+}
+
+// Text with control characters blanked, so that every row stays one line.
+static void write_plain(FILE* out, const char* s) {
+  for (; *s != '\0'; s++) {
+    unsigned char c = (unsigned char)*s;
+    fputc(c < 0x20 || c == 0x7f ? ' ' : c, out);
+  }
+}
+
+// One table over the samples of thread `tid` (all samples when all_threads).
+static bool write_table(top_state_t* st, bool all_threads, zx_koid_t tid, size_t max_rows,
+                        FILE* out) {
+  const zxs_profile_t* p = st->profile;
+  size_t labels = st->labels.count;
+  memset(st->self, 0, labels * sizeof(st->self[0]));
+  memset(st->total, 0, labels * sizeof(st->total[0]));
+  memset(st->stamp, 0, labels * sizeof(st->stamp[0]));
+  uint64_t samples = 0;
+  for (size_t i = 0; i < p->sample_count; i++) {
+    const zxs_profile_sample_t* s = &p->samples[i];
+    if ((!all_threads && s->tid != tid) || s->depth == 0) {
+      if (all_threads || s->tid == tid) samples++;  // counted, but names no function
+      continue;
+    }
+    samples++;
+    const uint32_t* frames = p->frames + s->first_frame;
+    st->self[st->location_function[frames[0]]]++;
+    for (uint32_t d = 0; d < s->depth; d++) {
+      uint32_t f = st->location_function[frames[d]];
+      if (st->stamp[f] != i + 1) {  // once per sample, even when recursive
+        st->stamp[f] = i + 1;
+        st->total[f]++;
+      }
+    }
+  }
+  row_t* rows = malloc((labels + 1) * sizeof(rows[0]));
+  if (rows == NULL) {
+    return false;
+  }
+  size_t count = 0;
+  for (size_t f = 0; f < labels; f++) {
+    if (st->total[f] > 0) {
+      rows[count++] =
+          (row_t){.self = st->self[f], .total = st->total[f], .name = st->labels.strings[f]};
+    }
+  }
+  qsort(rows, count, sizeof(rows[0]),
+        (st->flags & ZXS_EXPORT_TOP_BY_TOTAL) ? compare_rows_total : compare_rows_self);
+  if (count == 0) {
+    fputs("No samples.\n", out);
+    free(rows);
+    return true;
+  }
+  fprintf(out, "%8s %8s %8s %8s  %s\n", "Self", "Self%", "Total", "Total%", "Function");
+  size_t shown = max_rows != 0 && max_rows < count ? max_rows : count;
+  for (size_t i = 0; i < shown; i++) {
+    fprintf(out, "%8" PRIu64 " ", rows[i].self);
+    write_percent(out, rows[i].self, samples, 7);
+    fprintf(out, " %8" PRIu64 " ", rows[i].total);
+    write_percent(out, rows[i].total, samples, 7);
+    fputs("  ", out);
+    write_plain(out, rows[i].name);
+    fputc('\n', out);
+  }
+  if (shown < count) {
+    fprintf(out, "(%zu more functions not shown)\n", count - shown);
+  }
+  free(rows);
+  return true;
+}
+
+typedef struct thread_count {
+  zx_koid_t tid;
+  uint64_t samples;
+} thread_count_t;
+
+static int compare_tids(const void* a, const void* b) {
+  zx_koid_t ta = ((const thread_count_t*)a)->tid;
+  zx_koid_t tb = ((const thread_count_t*)b)->tid;
+  return ta < tb ? -1 : (ta > tb ? 1 : 0);
+}
+
+static int compare_thread_counts(const void* a, const void* b) {
+  const thread_count_t* ta = a;
+  const thread_count_t* tb = b;
+  if (ta->samples != tb->samples) return ta->samples > tb->samples ? -1 : 1;
+  return compare_tids(a, b);
+}
+
+// The threads that have samples, with their counts, by tid; NULL (and 0) when none or on
+// allocation failure (*failed).
+static thread_count_t* count_threads(const zxs_profile_t* p, size_t* count, bool* failed) {
+  *count = 0;
+  *failed = false;
+  if (p->sample_count == 0) {
+    return NULL;
+  }
+  thread_count_t* threads = malloc(p->sample_count * sizeof(threads[0]));
+  if (threads == NULL) {
+    *failed = true;
+    return NULL;
+  }
+  for (size_t i = 0; i < p->sample_count; i++) {
+    threads[i] = (thread_count_t){.tid = p->samples[i].tid, .samples = 1};
+  }
+  qsort(threads, p->sample_count, sizeof(threads[0]), compare_tids);
+  size_t n = 0;
+  for (size_t i = 0; i < p->sample_count; i++) {
+    if (n > 0 && threads[n - 1].tid == threads[i].tid) {
+      threads[n - 1].samples++;
+    } else {
+      threads[n++] = threads[i];
+    }
+  }
+  *count = n;
+  return threads;
+}
+
+static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out) {
+  bool named = p->process_name != NULL && p->process_name[0] != '\0';
+  fputs("Process: ", out);
+  write_plain(out, named ? p->process_name : "unknown");
+  fprintf(out, " (pid %" PRIu64 ")\n", p->pid);
+  fprintf(out, "Samples: %zu  Threads: %zu  Period: ", p->sample_count, thread_count);
+  if (p->period > 0) {
+    uint64_t period = (uint64_t)p->period;
+    fprintf(out, "%" PRIu64 " ns (%" PRIu64 " Hz)", period, (1000000000u + period / 2) / period);
+  } else {
+    fputs("unknown", out);
+  }
+  if (p->sample_count > 0) {
+    uint64_t ms = (zxs_export_duration_ns(p) + 500000) / 1000000;
+    fprintf(out, "  Duration: %" PRIu64 ".%03" PRIu64 " s", ms / 1000, ms % 1000);
+  }
+  fputs("\n\n", out);
+}
+
+// Labels as in the other exports (control characters are blanked when written).
+static int64_t intern_label(top_state_t* st, uint32_t location) {
+  zxs_sb_t label = {0};
+  zxs_export_append_label(&label, st->profile, location);
+  int64_t index = label.failed ? -1 : zxs_strtab_intern(&st->labels, zxs_sb_str(&label));
+  zxs_sb_free(&label);
+  return index;
+}
+
+zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32_t flags,
+                           FILE* out) {
+  if (out == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  zx_status_t status = zxs_export_check(profile);
+  if (status != ZX_OK) {
+    return status;
+  }
+  top_state_t st = {.profile = profile, .flags = flags};
+  size_t thread_count = 0;
+  bool failed = false;
+  thread_count_t* threads = count_threads(profile, &thread_count, &failed);
+  zxs_thread_index_t names = {0};
+  status = ZX_ERR_NO_MEMORY;
+  st.location_function = malloc((profile->location_count + 1) * sizeof(uint32_t));
+  if (failed || st.location_function == NULL || zxs_thread_index_init(&names, profile) != ZX_OK) {
+    goto done;
+  }
+  for (size_t i = 0; i < profile->location_count; i++) {
+    int64_t index = intern_label(&st, (uint32_t)i);
+    if (index < 0) {
+      goto done;
+    }
+    st.location_function[i] = (uint32_t)index;
+  }
+  size_t labels = st.labels.count + 1;
+  st.self = malloc(labels * sizeof(st.self[0]));
+  st.total = malloc(labels * sizeof(st.total[0]));
+  st.stamp = malloc(labels * sizeof(st.stamp[0]));
+  if (st.self == NULL || st.total == NULL || st.stamp == NULL) {
+    goto done;
+  }
+
+  write_header(profile, thread_count, out);
+  if (!write_table(&st, true, 0, max_rows, out)) {
+    goto done;
+  }
+  if (flags & ZXS_EXPORT_TOP_PER_THREAD) {
+    if (thread_count > 0) {
+      qsort(threads, thread_count, sizeof(threads[0]), compare_thread_counts);
+    }
+    for (size_t i = 0; i < thread_count; i++) {
+      const char* name = zxs_thread_index_name(&names, threads[i].tid);
+      fputs("\nThread ", out);
+      write_plain(out, name != NULL ? name : "unknown");
+      fprintf(out, " (tid %" PRIu64 "): %" PRIu64 " sample%s (", threads[i].tid, threads[i].samples,
+              threads[i].samples == 1 ? "" : "s");
+      write_percent(out, threads[i].samples, profile->sample_count, 0);
+      fputs(" of all)\n", out);
+      if (!write_table(&st, false, threads[i].tid, max_rows, out)) {
+        goto done;
+      }
+    }
+  }
+  status = zxs_export_stream_status(out);
+
+done:
+  free(threads);
+  free(st.location_function);
+  free(st.self);
+  free(st.total);
+  free(st.stamp);
+  zxs_strtab_free(&st.labels);
+  zxs_thread_index_free(&names);
+  return status;
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Reads our pprof export with Go's own pprof (`go tool pprof`): the hand-built profile of
+# test_export_fixture.h must show its function names, counts, labels and mappings.
+#   check_pprof_with_go.sh PATH/TO/test_export_write_pprof
+# Exits 77 (skipped) when `go` is not installed (Debian: golang-go). Works offline: everything
+# Go might write or fetch is pointed at a temporary directory and the module proxy is off.
+set -euo pipefail
+
+writer=${1:?usage: $0 PATH/TO/test_export_write_pprof}
+if ! command -v go >/dev/null 2>&1; then
+  echo "SKIP: go is not installed"
+  exit 77
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export HOME="$tmp" GOPATH="$tmp/go" GOCACHE="$tmp/cache" GOFLAGS="" GOPROXY=off \
+  GOTOOLCHAIN=local GOTELEMETRY=off PPROF_TMPDIR="$tmp" PPROF_BINARY_PATH="$tmp/none"
+unset DEBUGINFOD_URLS
+
+"$writer" "$tmp/profile.pb.gz"
+
+failures=0
+# expect NAME FILE REGEX: the output must have a line matching the extended regex.
+expect() {
+  if ! grep -Eq -- "$3" "$2"; then
+    echo "FAIL ($1): no line matching: $3"
+    failures=$((failures + 1))
+  fi
+}
+
+go tool pprof -top -nodecount=20 "$tmp/profile.pb.gz" >"$tmp/top.txt" 2>"$tmp/top.err"
+echo "--- go tool pprof -top -nodecount=20"
+cat "$tmp/top.txt"
+expect top "$tmp/top.txt" '^Type: cpu$'
+expect top "$tmp/top.txt" '^Duration: 7ms, Total samples = 7ms \( *100%\)$'
+expect top "$tmp/top.txt" '^Build ID: abcdef0123456789$'
+# flat flat% sum% cum cum% name (pprof shows leaf<a&b> as "leaf": it drops template arguments)
+expect top "$tmp/top.txt" '^ +4ms +57\.14% +57\.14% +4ms +57\.14% +leaf$'
+expect top "$tmp/top.txt" '^ +1ms +14\.29% .* +1ms +14\.29% +foo_work$'
+expect top "$tmp/top.txt" '^ +0 +0% .* +4ms +57\.14% +compute$'
+expect top "$tmp/top.txt" '^ +0 +0% .* +6ms +85\.71% +main$'
+
+go tool pprof -top -nodecount=20 -sample_index=samples "$tmp/profile.pb.gz" \
+  >"$tmp/counts.txt" 2>/dev/null
+echo "--- go tool pprof -top -nodecount=20 -sample_index=samples"
+cat "$tmp/counts.txt"
+expect counts "$tmp/counts.txt" '^Type: samples$'
+expect counts "$tmp/counts.txt" '^ +4 +57\.14% +57\.14% +4 +57\.14% +leaf$'
+expect counts "$tmp/counts.txt" '^ +0 +0% .* +6 +85\.71% +main$'
+
+go tool pprof -raw "$tmp/profile.pb.gz" >"$tmp/raw.txt" 2>/dev/null
+echo "--- go tool pprof -raw"
+cat "$tmp/raw.txt"
+expect raw "$tmp/raw.txt" '^samples/count cpu/nanoseconds\[dflt\]$'
+expect raw "$tmp/raw.txt" '^Period: 1000000$'
+expect raw "$tmp/raw.txt" '^ +2 +2000000: 1 2 3 $'
+expect raw "$tmp/raw.txt" 'thread_name:\[main\]'
+expect raw "$tmp/raw.txt" 'pid:\[100\] thread:\[101\]'
+expect raw "$tmp/raw.txt" 'thread:\[103\]'
+# Return addresses point into the call (address - 1); frame 0 is exact.
+expect raw "$tmp/raw.txt" '^ +1: 0x555500001300 M=1 leaf app\.c:30 '
+expect raw "$tmp/raw.txt" '^ +3: 0x555500001104 M=1 main app\.c:10 '
+expect raw "$tmp/raw.txt" '^ +7: 0x7f0000001010 M=2 foo_work foo\.c:5 '
+expect raw "$tmp/raw.txt" '^1: 0x555500001000/0x555500003000/0x1000 /usr/bin/app abcdef0123456789 \[FN\]\[FL\]$'
+expect raw "$tmp/raw.txt" '^2: 0x7f0000001000/0x7f0000002000/0x1000 /lib/libfoo\.so 101112131415161718191a1b1c1d1e1f20212223'
+
+if [ "$failures" -ne 0 ]; then
+  echo "--- stderr of go tool pprof -top"
+  cat "$tmp/top.err"
+  echo "check_pprof_with_go: $failures check(s) failed"
+  exit 1
+fi
+echo "check_pprof_with_go: all checks passed"
