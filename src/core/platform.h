@@ -79,6 +79,10 @@ zx_status_t zxs_prim_thread_self(zxs_prim_thread_t* out);
 zx_status_t zxs_prim_thread_from_native(const void* native, zxs_prim_thread_t* out);
 // False once the thread has exited or is exiting.
 bool zxs_prim_thread_alive(const zxs_prim_thread_t* thread);
+// The thread's name (Linux: its comm), NUL-terminated; ZX_ERR_NOT_FOUND once it has exited.
+zx_status_t zxs_prim_thread_name(zx_koid_t koid, char* buf, size_t size);
+// The process's name, NUL-terminated.
+zx_status_t zxs_prim_process_name(char* buf, size_t size);
 // Calls zxs_core_thread_exited(koid) when the calling thread exits (once per thread; later
 // calls for the same thread do nothing). ZX_ERR_NOT_SUPPORTED where there is no such hook.
 zx_status_t zxs_prim_notify_on_thread_exit(void);

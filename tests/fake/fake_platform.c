@@ -4,6 +4,7 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -304,6 +305,16 @@ bool zxs_prim_thread_alive(const zxs_prim_thread_t* thread) {
 }
 
 zx_status_t zxs_prim_notify_on_thread_exit(void) { return ZX_ERR_NOT_SUPPORTED; }
+
+zx_status_t zxs_prim_thread_name(zx_koid_t koid, char* buf, size_t size) {
+  snprintf(buf, size, "fake-%llu", (unsigned long long)koid);
+  return ZX_OK;
+}
+
+zx_status_t zxs_prim_process_name(char* buf, size_t size) {
+  snprintf(buf, size, "fake-process");
+  return ZX_OK;
+}
 
 zx_status_t zxs_prim_sampling_init(void) { return ZX_OK; }
 

@@ -1,0 +1,172 @@
+// What the Linux backend's files share (internal to src/backend/linux/ and its tests).
+//
+// Sampling on Linux: each attached thread gets its own source, a perf_event task-clock counter
+// or a POSIX timer on the thread's CPU clock, and the source sends one real-time signal to that
+// very thread per period of its CPU time. The handler (signal_handler.c) finds the slot from the
+// signal's payload, checks the generation stored in the slot's backend area, and calls
+// zxs_core_sample(). Generations are process-wide and never reused, so a signal from a source
+// that has since been disarmed (queued late, or from a recycled fd number) is recognised.
+#ifndef ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_
+#define ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "platform.h"
+#include "sampling.h"
+
+// Per-slot state, kept in slot->backend.
+typedef struct zxs_linux_slot {
+  _Atomic uint32_t gen;         // generation of the source armed now; 0 = nothing armed
+  _Atomic uint32_t attach_gen;  // the slot's attach_gen when armed (zxs_core_sample wants it)
+  _Atomic int32_t kind;         // zxs_sample_source_t of the armed source
+  _Atomic int32_t fd;           // perf source: its file descriptor
+  _Atomic bool has_timer;       // cputimer source: `timer` is live (timer ids start at 0)
+  _Atomic(void*) timer;         // cputimer source: its timer_t
+} zxs_linux_slot_t;
+
+_Static_assert(sizeof(zxs_linux_slot_t) <= sizeof(((zxs_thread_slot_t*)0)->backend),
+               "backend state must fit the slot's backend area");
+_Static_assert(_Alignof(zxs_linux_slot_t) <= 16, "backend area is 16-byte aligned");
+
+// The slot's backend area, viewed as the Linux backend's state. The core only ever zero-fills
+// it, which reads as "nothing armed".
+static inline zxs_linux_slot_t* zxs_linux_slot(zxs_thread_slot_t* slot) {
+  return (zxs_linux_slot_t*)(void*)slot->backend;
+}
+
+// The kernel's CPU-time clock of thread `tid`, as pthread_getcpuclockid() returns it and
+// clock_gettime()/timer_create() take it: MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) =
+// (~tid << 3) | PERTHREAD(4) | SCHED(2) (kernel ABI, include/linux/posix-timers_types.h).
+static inline clockid_t zxs_linux_thread_cpuclock(pid_t tid) {
+  return (clockid_t)((~(uint32_t)tid << 3) | 6u);
+}
+
+// The tid of a per-thread CPU-time clock, or 0 when `clock` is not one.
+static inline pid_t zxs_linux_cpuclock_tid(clockid_t clock) {
+  if ((clock & 7) != 6) {
+    return 0;
+  }
+  return (pid_t) ~(uint32_t)((uint32_t)clock >> 3 | 0xe0000000u);
+}
+
+// Publishes a newly armed source: the attachment it serves, then its generation. Call after
+// zxs_linux_unpublish() (or on a never-armed slot), under the core's session lock.
+static inline void zxs_linux_publish(zxs_thread_slot_t* slot, uint32_t gen) {
+  zxs_linux_slot_t* st = zxs_linux_slot(slot);
+  atomic_store_explicit(&st->attach_gen,
+                        atomic_load_explicit(&slot->attach_gen, memory_order_relaxed),
+                        memory_order_relaxed);
+  atomic_store_explicit(&st->gen, gen, memory_order_release);
+}
+
+// Marks the slot's source stale: signals it already queued are ignored from now on.
+static inline void zxs_linux_unpublish(zxs_thread_slot_t* slot) {
+  atomic_store_explicit(&zxs_linux_slot(slot)->gen, 0, memory_order_relaxed);
+  // Seqlock writer: the next publish's attach_gen store stays after this one.
+  atomic_thread_fence(memory_order_release);
+}
+
+// [signal-safe] Seqlock reader: true when the source armed with generation `gen` is still the
+// slot's armed source, with the attach generation it was armed under.
+static inline bool zxs_linux_current(zxs_thread_slot_t* slot, uint32_t gen, uint32_t* attach_gen) {
+  zxs_linux_slot_t* st = zxs_linux_slot(slot);
+  if (gen == 0 || atomic_load_explicit(&st->gen, memory_order_acquire) != gen) {
+    return false;
+  }
+  *attach_gen = atomic_load_explicit(&st->attach_gen, memory_order_relaxed);
+  atomic_thread_fence(memory_order_acquire);
+  return atomic_load_explicit(&st->gen, memory_order_relaxed) == gen;
+}
+
+// A new generation, never 0, unique for the life of the process (wraps after 2^32 arms).
+uint32_t zxs_linux_next_gen(void);
+
+// --- signal_handler.c -------------------------------------------------------------------------
+
+// The signal sources send; 0 before zxs_prim_sampling_init() succeeded.
+int zxs_linux_signal(void);
+// ZX_OK while our handler still owns the signal; ZX_ERR_BAD_STATE if the program replaced it.
+zx_status_t zxs_linux_signal_check(void);
+// Parses a signal as ZXSAMPLER_SIGNAL names it: a number, or a name with or without "SIG"
+// ("SIGRTMIN+3", "RTMAX-1", "SIGPROF"). False when it names no signal we can use.
+bool zxs_linux_parse_signal(const char* text, int* sig);
+// [signal-safe] Extracts pc/fp/sp from the interrupted context and calls zxs_core_sample().
+void zxs_linux_take_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const void* ucontext);
+
+// --- source_perf.c ----------------------------------------------------------------------------
+
+// Whether a task-clock perf event can be opened here (probed once).
+bool zxs_linux_perf_available(void);
+// Arms the perf source of `slot`. ZX_ERR_NOT_SUPPORTED when perf is unavailable or the fd does
+// not fit the routing table (callers fall back), ZX_ERR_BAD_STATE when the thread is gone,
+// ZX_ERR_NO_RESOURCES otherwise.
+zx_status_t zxs_linux_perf_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
+void zxs_linux_perf_disarm(zxs_thread_slot_t* slot);
+zx_status_t zxs_linux_perf_set_period(zxs_thread_slot_t* slot, zx_duration_t period);
+// [signal-safe] A POLL_IN/POLL_HUP signal for `fd` arrived: sample if it is ours.
+void zxs_linux_perf_on_signal(int fd, const void* ucontext);
+// Opens a task-clock event on the calling thread routed to our signal and counted only (no
+// sample). -1 on failure. Used by calibration.
+int zxs_linux_perf_open_counting(zx_duration_t period);
+void zxs_linux_perf_close_counting(int fd);
+// Signals counted for counting events since the process started.
+uint64_t zxs_linux_perf_counting_signals(void);
+// Routes only fds below `limit` (at most the table's size): for tests of the fallback taken
+// when a perf fd lands beyond the routing table, without opening 32768 files.
+void zxs_linux_perf_limit_routes(int limit);
+// The kernel's floor for software-event periods.
+#define ZXS_LINUX_PERF_MIN_PERIOD ((zx_duration_t)10000)
+
+// --- source_cputimer.c ------------------------------------------------------------------------
+
+zx_status_t zxs_linux_cputimer_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
+void zxs_linux_cputimer_disarm(zxs_thread_slot_t* slot);
+zx_status_t zxs_linux_cputimer_set_period(zxs_thread_slot_t* slot, zx_duration_t period);
+// [signal-safe] An SI_TIMER signal with this payload and overrun count arrived.
+void zxs_linux_cputimer_on_signal(union sigval value, int overrun, const void* ucontext);
+// The CPU-clock timer's resolution: one scheduler tick.
+zx_duration_t zxs_linux_cputimer_resolution(void);
+
+// --- sources.c --------------------------------------------------------------------------------
+
+typedef enum zxs_linux_source_mode {
+  ZXS_LINUX_SOURCE_AUTO = 0,  // perf, falling back to the CPU-clock timer
+  ZXS_LINUX_SOURCE_PERF,      // perf only
+  ZXS_LINUX_SOURCE_CPUTIMER,  // CPU-clock timer only
+} zxs_linux_source_mode_t;
+
+// ZXSAMPLER_SOURCE=perf|cputimer (anything else, or unset: auto). Read at each arm.
+zxs_linux_source_mode_t zxs_linux_source_mode(void);
+// The source an arm would use now, and its finest period.
+zxs_sample_source_t zxs_linux_default_source(void);
+zx_duration_t zxs_linux_default_resolution(void);
+
+// --- throttle.c -------------------------------------------------------------------------------
+
+// The share of a thread's CPU time sampling may take (1/4).
+#define ZXS_LINUX_MAX_FRACTION_DIV 4
+// Cost of one perf sample in ns of the sampled thread's CPU time: measured once per process (on
+// the calling thread, about 0.1 s of CPU), or taken from ZXSAMPLER_SAMPLE_COST_NS. Never fails:
+// when it cannot measure it returns a conservative default.
+zx_duration_t zxs_linux_sample_cost(void);
+// The shortest period the perf source may be armed with: cost * 4, at least the kernel's floor.
+zx_duration_t zxs_linux_perf_floor(void);
+// Details of the calibration, for tests and benchmarks.
+typedef struct zxs_linux_calibration {
+  bool measured;             // false: from the environment or the default
+  zx_duration_t cost;        // ns of the thread's CPU time per sample
+  zx_duration_t floor;       // shortest perf period allowed
+  zx_duration_t period;      // period of the counting event while measuring
+  uint64_t samples;          // signals counted over the three sampled runs
+  uint64_t iterations;       // loop iterations per run
+  zx_duration_t base_ns;     // CPU time of one run without sampling (median)
+  zx_duration_t sampled_ns;  // with sampling (median)
+} zxs_linux_calibration_t;
+void zxs_linux_calibration(zxs_linux_calibration_t* out);
+
+#endif  // ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_
