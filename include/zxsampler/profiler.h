@@ -1,0 +1,70 @@
+// Profiling without handles: start, stop and write a file; convert between formats.
+//
+//   zxs_profiler_options_t options = {.period = 1000000};   // 1 ms of CPU time per sample
+//   zxs_profiler_start(&options);                            // samples the calling thread
+//   ...                                                      // other threads:
+//   zxs_profiler_attach_current_thread();                    //   call this from each one
+//   zxs_profiler_stop("out.pb.gz", ZXS_FORMAT_PPROF);
+//
+// Built on the sampler calls (sampler.h); uses the one session of the process, so it cannot run
+// while the program holds its own session. None of these calls is async-signal-safe; all are
+// thread-safe.
+#ifndef ZXSAMPLER_PROFILER_H_
+#define ZXSAMPLER_PROFILER_H_
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <zxsampler/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum zxs_profile_format {
+  ZXS_FORMAT_FXT = 0,     // complete FXT trace file (the native format; converts to the others)
+  ZXS_FORMAT_PPROF,       // gzip'd profile.proto, for go tool pprof and friends
+  ZXS_FORMAT_FOLDED,      // folded stacks, one line per stack, for flame-graph tools
+  ZXS_FORMAT_FLAMEGRAPH,  // self-contained SVG flame graph
+  ZXS_FORMAT_MARKUP,      // Fuchsia symbolizer markup (llvm-symbolizer --filter-markup)
+  ZXS_FORMAT_TOP,         // text report of the top functions
+} zxs_profile_format_t;
+
+typedef struct zxs_profiler_options {
+  zx_duration_t period;  // ns of a thread's CPU time between samples; 0 = 1 ms
+  size_t buffer_size;    // bytes per CPU; 0 = 16 MiB
+} zxs_profiler_options_t;
+
+// Creates a session (with the debug resource), attaches the calling thread and starts.
+//   ZX_ERR_BAD_STATE      the profiler is already running.
+//   ZX_ERR_ALREADY_EXISTS the program holds its own sampler session.
+//   and the statuses of zxs_sampler_create() / attach() / start().
+ZXS_API zx_status_t zxs_profiler_start(const zxs_profiler_options_t* options);
+
+// Attaches the calling thread / another thread to the running profiler.
+//   ZX_ERR_BAD_STATE not running; the statuses of zxs_sampler_attach().
+ZXS_API zx_status_t zxs_profiler_attach_current_thread(void);
+ZXS_API zx_status_t zxs_profiler_attach_thread(pthread_t thread);
+
+// Stops, records the loaded modules and thread names, writes the profile to `path` in `format`
+// and ends the session. On failure the session is ended all the same.
+//   ZX_ERR_BAD_STATE not running; ZX_ERR_INVALID_ARGS path NULL or unknown format;
+//   ZX_ERR_IO the file could not be written; ZX_ERR_NO_MEMORY.
+ZXS_API zx_status_t zxs_profiler_stop(const char* path, zxs_profile_format_t format);
+
+// Reads an FXT trace file written by this library (zxsampler record, zxs_profiler_stop) and
+// writes it to `out_path` in `format`, symbolizing with the module files found on this machine
+// (matched by build ID). `error` (may be NULL) receives a message naming the problem.
+//   ZX_ERR_INVALID_ARGS bad arguments; ZX_ERR_IO unreadable input or unwritable output;
+//   ZX_ERR_IO_DATA_INTEGRITY malformed input; ZX_ERR_NO_MEMORY.
+ZXS_API zx_status_t zxs_profile_convert(const char* in_path, const char* out_path,
+                                        zxs_profile_format_t format, char* error,
+                                        size_t error_size);
+
+// "fxt", "pprof", "folded", "svg" (or "flamegraph"), "markup", "top". False if unknown.
+ZXS_API bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ZXSAMPLER_PROFILER_H_

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages the build, the tests and the demo need (as root). Does
+# nothing when they are all there already.
+set -euo pipefail
+# Build: compilers, meson, ninja, cmocka, zlib; optional: libunwind, libdw (file:line).
+# Independent consumers the tests check our formats with: go tool pprof, xmllint,
+# llvm-symbolizer 16 (--filter-markup); spin for the protocol model; clang for TSan.
+packages=(build-essential g++ clang pkg-config meson ninja-build libcmocka-dev zlib1g-dev
+          libunwind-dev libdw-dev golang-go libxml2-utils llvm-16 spin)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,40 @@
+// Complete FXT trace files of a sampler session (internal).
+//
+// Layout (documented for users in the README):
+//   magic; provider info (id 1, "zxsampler") and section; initialization (ticks per second);
+//   a process kernel object (koid = pid, name, argument "sampling_period_ns");
+//   a thread kernel object per sampled thread (koid = tid, name, argument "process");
+//   an attachment (Large BLOB without metadata) of category "zxsampler", name "modules": the
+//   loaded modules as symbolizer markup ({{{module:...}}} and {{{mmap:...}}} lines);
+//   then every sample record of every region, as the sampler wrote them (zero tails dropped).
+#ifndef ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_
+#define ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_
+
+#include <stdio.h>
+#include <zxsampler/types.h>
+
+#include "modules.h"
+#include "profile.h"
+
+#define ZXS_TRACE_PROVIDER_ID 1u
+#define ZXS_TRACE_CATEGORY "zxsampler"
+#define ZXS_TRACE_MODULES_NAME "modules"
+#define ZXS_TRACE_PERIOD_ARG "sampling_period_ns"
+
+// Writes the trace file of a stopped session (`iob` needs READ, MAP and INSPECT), with the
+// modules loaded now. Statuses: the handle's, ZX_ERR_NO_MEMORY, ZX_ERR_IO (stream error),
+// ZX_ERR_IO_DATA_INTEGRITY (a region holds malformed data).
+zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE* out);
+
+// Reads a trace file into a profile and symbolizes every location from the module files on
+// this machine (a module whose file is missing or has another build ID stays unsymbolized).
+// `error` receives a message on failure. ZX_ERR_IO_DATA_INTEGRITY malformed input;
+// ZX_ERR_NO_MEMORY.
+zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t* out,
+                                   char* error, size_t error_size);
+
+// Parses the "modules" attachment (symbolizer markup module and mmap lines) into a list.
+// Unknown lines are skipped. ZX_ERR_IO_DATA_INTEGRITY for a malformed element.
+zx_status_t zxs_modules_from_markup(const char* text, size_t size, zxs_module_list_t* out);
+
+#endif  // ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_

@@ -1,0 +1,410 @@
+// Reads a trace file into a symbolized profile (layout in trace_file.h).
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zxsampler/fxt.h>
+
+#include "elf_symbolizer.h"
+#include "trace_file.h"
+
+// --- The modules attachment -------------------------------------------------------------------
+
+static bool parse_u64(const char** p, const char* end, int base, uint64_t* out) {
+  char tmp[32];
+  size_t n = 0;
+  if (base == 16 && end - *p > 2 && (*p)[0] == '0' && ((*p)[1] == 'x' || (*p)[1] == 'X')) *p += 2;
+  while (*p < end && n < sizeof(tmp) - 1 && **p != ':' && **p != '}') tmp[n++] = *(*p)++;
+  if (n == 0) return false;
+  tmp[n] = '\0';
+  char* stop;
+  unsigned long long v = strtoull(tmp, &stop, base);
+  if (*stop != '\0') return false;
+  *out = v;
+  return true;
+}
+
+static bool expect(const char** p, const char* end, const char* word) {
+  size_t len = strlen(word);
+  if ((size_t)(end - *p) < len || memcmp(*p, word, len) != 0) return false;
+  *p += len;
+  return true;
+}
+
+static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* name, size_t len,
+                              const char* hex, size_t hex_len) {
+  if (id != list->count || hex_len % 2 != 0 || hex_len / 2 > ZXS_BUILD_ID_MAX) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  zxs_module_t* grown = realloc(list->modules, (list->count + 1) * sizeof(*grown));
+  if (grown == NULL) return ZX_ERR_NO_MEMORY;
+  list->modules = grown;
+  zxs_module_t* m = &list->modules[list->count];
+  memset(m, 0, sizeof(*m));
+  m->path = malloc(len + 1);
+  if (m->path == NULL) return ZX_ERR_NO_MEMORY;
+  memcpy(m->path, name, len);
+  m->path[len] = '\0';
+  m->kind = strcmp(m->path, "[vdso]") == 0 ? ZXS_MODULE_VDSO : ZXS_MODULE_SHARED;
+  for (size_t i = 0; i < hex_len / 2; i++) {
+    unsigned v;
+    char byte[3] = {hex[2 * i], hex[2 * i + 1], '\0'};
+    if (sscanf(byte, "%2x", &v) != 1) return ZX_ERR_IO_DATA_INTEGRITY;
+    m->build_id[i] = (uint8_t)v;
+  }
+  m->build_id_size = hex_len / 2;
+  list->count++;
+  return ZX_OK;
+}
+
+static zx_status_t add_segment(zxs_module_list_t* list, uint64_t id, uint64_t start,
+                               uint64_t size, const char* perms, size_t perms_len,
+                               uint64_t vaddr) {
+  if (id >= list->count) return ZX_ERR_IO_DATA_INTEGRITY;
+  zxs_module_t* m = &list->modules[id];
+  zxs_segment_t* grown = realloc(m->segments, (m->segment_count + 1) * sizeof(*grown));
+  if (grown == NULL) return ZX_ERR_NO_MEMORY;
+  m->segments = grown;
+  uint32_t flags = 0;
+  for (size_t i = 0; i < perms_len; i++) {
+    flags |= perms[i] == 'r' ? ZXS_SEGMENT_R : perms[i] == 'w' ? ZXS_SEGMENT_W
+             : perms[i] == 'x' ? ZXS_SEGMENT_X : 0;
+  }
+  // Markup carries no file offsets: for the usual layouts (first PT_LOAD at file offset 0)
+  // a segment's offset is its address minus the page-aligned address of the first one.
+  m->segments[m->segment_count] = (zxs_segment_t){.vaddr = vaddr, .memsz = size, .flags = flags};
+  m->segment_count++;
+  m->load_bias = start - vaddr;
+  uint64_t base = m->segments[0].vaddr & ~(uint64_t)0xfff;
+  for (size_t i = 0; i < m->segment_count; i++) {
+    m->segments[i].offset = m->segments[i].vaddr - base;
+  }
+  return ZX_OK;
+}
+
+zx_status_t zxs_modules_from_markup(const char* text, size_t size, zxs_module_list_t* out) {
+  memset(out, 0, sizeof(*out));
+  const char* end = text + size;
+  zx_status_t status = ZX_OK;
+  for (const char* line = text; line < end && status == ZX_OK;) {
+    const char* eol = memchr(line, '\n', (size_t)(end - line));
+    if (eol == NULL) eol = end;
+    const char* p = line;
+    if (expect(&p, eol, "{{{module:")) {
+      uint64_t id;
+      const char* name = NULL;
+      const char* colon = NULL;
+      if (!parse_u64(&p, eol, 10, &id) || !expect(&p, eol, ":")) {
+        status = ZX_ERR_IO_DATA_INTEGRITY;
+        break;
+      }
+      name = p;
+      colon = memchr(p, ':', (size_t)(eol - p));
+      if (colon == NULL) {
+        status = ZX_ERR_IO_DATA_INTEGRITY;
+        break;
+      }
+      p = colon;
+      const char* hex = p + 5;  // ":elf:"
+      const char* close = hex <= eol ? strstr(hex, "}}}") : NULL;
+      if (!expect(&p, eol, ":elf:") || close == NULL || close > eol) {
+        status = ZX_ERR_IO_DATA_INTEGRITY;
+        break;
+      }
+      status = add_module(out, id, name, (size_t)(colon - name), hex, (size_t)(close - hex));
+    } else if (expect(&p, eol, "{{{mmap:")) {
+      uint64_t start, len, id, vaddr;
+      if (!parse_u64(&p, eol, 16, &start) || !expect(&p, eol, ":") ||
+          !parse_u64(&p, eol, 16, &len) || !expect(&p, eol, ":load:") ||
+          !parse_u64(&p, eol, 10, &id) || !expect(&p, eol, ":")) {
+        status = ZX_ERR_IO_DATA_INTEGRITY;
+        break;
+      }
+      const char* perms = p;
+      while (p < eol && *p != ':') p++;
+      const char* perms_end = p;
+      if (!expect(&p, eol, ":") || !parse_u64(&p, eol, 16, &vaddr) || !expect(&p, eol, "}}}")) {
+        status = ZX_ERR_IO_DATA_INTEGRITY;
+        break;
+      }
+      status = add_segment(out, id, start, len, perms, (size_t)(perms_end - perms), vaddr);
+    }
+    line = eol + 1;
+  }
+  if (status == ZX_OK) status = zxs_modules_index(out);
+  if (status != ZX_OK) zxs_modules_free(out);
+  return status;
+}
+
+// --- Locations --------------------------------------------------------------------------------
+
+typedef struct {
+  zxs_profile_t* profile;
+  size_t location_cap, sample_cap, frame_cap, thread_cap;
+  uint32_t* table;  // open addressing: location index + 1, 0 = empty
+  size_t table_size;
+} builder_t;
+
+static uint64_t hash_location(uint64_t address, bool ra) {
+  uint64_t h = (address ^ (ra ? 0x9e3779b97f4a7c15u : 0)) * 0xff51afd7ed558ccdu;
+  return h ^ (h >> 29);
+}
+
+static bool grow(void** array, size_t* cap, size_t need, size_t elem) {
+  if (need <= *cap) return true;
+  size_t cap2 = *cap == 0 ? 64 : *cap * 2;
+  while (cap2 < need) cap2 *= 2;
+  void* grown = realloc(*array, cap2 * elem);
+  if (grown == NULL) return false;
+  *array = grown;
+  *cap = cap2;
+  return true;
+}
+
+static bool rehash(builder_t* b) {
+  size_t size = b->table_size == 0 ? 1024 : b->table_size * 2;
+  uint32_t* table = calloc(size, sizeof(uint32_t));
+  if (table == NULL) return false;
+  for (size_t i = 0; i < b->profile->location_count; i++) {
+    const zxs_profile_location_t* loc = &b->profile->locations[i];
+    size_t slot = hash_location(loc->address, loc->is_return_address) & (size - 1);
+    while (table[slot] != 0) slot = (slot + 1) & (size - 1);
+    table[slot] = (uint32_t)i + 1;
+  }
+  free(b->table);
+  b->table = table;
+  b->table_size = size;
+  return true;
+}
+
+// The index of location (address, ra), added if new; UINT32_MAX on allocation failure.
+static uint32_t intern_location(builder_t* b, uint64_t address, bool ra) {
+  zxs_profile_t* p = b->profile;
+  if (2 * (p->location_count + 1) > b->table_size && !rehash(b)) return UINT32_MAX;
+  size_t slot = hash_location(address, ra) & (b->table_size - 1);
+  while (b->table[slot] != 0) {
+    const zxs_profile_location_t* loc = &p->locations[b->table[slot] - 1];
+    if (loc->address == address && loc->is_return_address == ra) return b->table[slot] - 1;
+    slot = (slot + 1) & (b->table_size - 1);
+  }
+  if (!grow((void**)&p->locations, &b->location_cap, p->location_count + 1,
+            sizeof(*p->locations))) {
+    return UINT32_MAX;
+  }
+  p->locations[p->location_count] =
+      (zxs_profile_location_t){.address = address, .is_return_address = ra, .module = -1};
+  b->table[slot] = (uint32_t)p->location_count + 1;
+  return (uint32_t)p->location_count++;
+}
+
+static zx_status_t add_thread(builder_t* b, zx_koid_t pid, zx_koid_t tid, const char* name,
+                              size_t len) {
+  zxs_profile_t* p = b->profile;
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%.*s", (int)(len < 255 ? len : 255), name != NULL ? name : "");
+  for (size_t i = 0; i < p->thread_count; i++) {
+    if (p->threads[i].tid == tid) {
+      if (buf[0] != '\0') p->threads[i].name = zxs_profile_strdup(p, buf);
+      return p->threads[i].name != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
+    }
+  }
+  if (!grow((void**)&p->threads, &b->thread_cap, p->thread_count + 1, sizeof(*p->threads))) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  const char* copy = zxs_profile_strdup(p, buf);
+  if (copy == NULL) return ZX_ERR_NO_MEMORY;
+  p->threads[p->thread_count++] = (zxs_profile_thread_t){.pid = pid, .tid = tid, .name = copy};
+  return ZX_OK;
+}
+
+static zx_status_t add_sample(builder_t* b, const zxs_fxt_record_t* rec) {
+  zxs_profile_t* p = b->profile;
+  const zxs_fxt_large_blob_t* blob = &rec->blob;
+  size_t depth = blob->payload.size / 8;
+  if (blob->payload.size % 8 != 0 || depth == 0 || depth > 64) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  if (!grow((void**)&p->samples, &b->sample_cap, p->sample_count + 1, sizeof(*p->samples)) ||
+      !grow((void**)&p->frames, &b->frame_cap, p->frame_count + depth, sizeof(*p->frames))) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  const uint8_t* payload = blob->payload.data;
+  for (size_t i = 0; i < depth; i++) {
+    uint64_t pc = 0;  // little-endian words, whatever the host
+    for (int k = 7; k >= 0; k--) pc = (pc << 8) | payload[8 * i + (size_t)k];
+    uint32_t loc = intern_location(b, pc, i > 0);
+    if (loc == UINT32_MAX) return ZX_ERR_NO_MEMORY;
+    p->frames[p->frame_count + i] = loc;
+  }
+  p->samples[p->sample_count++] = (zxs_profile_sample_t){.pid = blob->thread.process_koid,
+                                                         .tid = blob->thread.thread_koid,
+                                                         .ticks = blob->ticks,
+                                                         .depth = (uint32_t)depth,
+                                                         .first_frame = p->frame_count};
+  p->frame_count += depth;
+  return ZX_OK;
+}
+
+// --- Symbolization ----------------------------------------------------------------------------
+
+// Opens each module's file once; a module whose file is missing or whose build ID differs
+// stays unsymbolized rather than being named wrongly.
+static zxs_elf_t* open_module(const zxs_module_t* m) {
+  if (m->kind == ZXS_MODULE_VDSO || m->path[0] == '\0') return NULL;
+  zxs_elf_t* elf;
+  if (zxs_elf_open(m->path, &elf) != ZX_OK) return NULL;
+  const uint8_t* id;
+  size_t id_size;
+  if (m->build_id_size > 0 && (zxs_elf_build_id(elf, &id, &id_size) != ZX_OK ||
+                               id_size != m->build_id_size ||
+                               memcmp(id, m->build_id, id_size) != 0)) {
+    zxs_elf_close(elf);
+    return NULL;
+  }
+  return elf;
+}
+
+static zx_status_t symbolize(zxs_profile_t* p) {
+  zxs_elf_t** elves = calloc(p->modules.count + 1, sizeof(*elves));
+  bool* tried = calloc(p->modules.count + 1, sizeof(*tried));
+  zx_status_t status = elves != NULL && tried != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
+  for (size_t i = 0; i < p->location_count && status == ZX_OK; i++) {
+    zxs_profile_location_t* loc = &p->locations[i];
+    const zxs_module_t* m;
+    uint64_t file_address;
+    if (zxs_modules_file_address(&p->modules, loc->address,
+                                 loc->is_return_address ? ZXS_MODULES_RETURN_ADDRESS : 0, &m,
+                                 &file_address) != ZX_OK) {
+      continue;
+    }
+    size_t index = (size_t)(m - p->modules.modules);
+    loc->module = (int32_t)index;
+    loc->file_address = file_address;
+    if (!tried[index]) {
+      tried[index] = true;
+      elves[index] = open_module(m);
+    }
+    zxs_elf_location_t where;
+    if (elves[index] == NULL ||
+        zxs_elf_lookup(elves[index], file_address,
+                       loc->is_return_address ? ZXS_ELF_LOOKUP_RETURN_ADDRESS : 0,
+                       &where) != ZX_OK) {
+      continue;
+    }
+    if (where.name != NULL && (loc->function = zxs_profile_strdup(p, where.name)) == NULL) {
+      status = ZX_ERR_NO_MEMORY;
+    }
+    if (where.file != NULL && (loc->file = zxs_profile_strdup(p, where.file)) == NULL) {
+      status = ZX_ERR_NO_MEMORY;
+    }
+    loc->line = where.line;
+  }
+  for (size_t i = 0; elves != NULL && i < p->modules.count; i++) {
+    if (elves[i] != NULL) zxs_elf_close(elves[i]);
+  }
+  free(elves);
+  free(tried);
+  return status;
+}
+
+// --- The file ---------------------------------------------------------------------------------
+
+static bool str_is(const zxs_fxt_str_ref_t* ref, const char* s) {
+  return ref->len == strlen(s) && (ref->len == 0 || memcmp(ref->data, s, ref->len) == 0);
+}
+
+static void set_error(char* error, size_t size, const char* format, ...) {
+  if (error == NULL || size == 0) return;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(error, size, format, args);
+  va_end(args);
+}
+
+static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
+  zxs_profile_t* p = b->profile;
+  switch (rec->kind) {
+    case ZXS_FXT_RECORD_KERNEL_OBJECT: {
+      const zxs_fxt_kernel_object_t* obj = &rec->kernel_object;
+      if (obj->obj_type == ZX_OBJ_TYPE_PROCESS) {
+        p->pid = obj->koid;
+        char name[256];
+        snprintf(name, sizeof(name), "%.*s", (int)(obj->name.len < 255 ? obj->name.len : 255),
+                 obj->name.data != NULL ? obj->name.data : "");
+        if ((p->process_name = zxs_profile_strdup(p, name)) == NULL) return ZX_ERR_NO_MEMORY;
+        for (size_t i = 0; i < rec->num_args; i++) {
+          if (str_is(&rec->args[i].name, ZXS_TRACE_PERIOD_ARG) &&
+              rec->args[i].type == ZXS_FXT_ARG_UINT64) {
+            p->period = (zx_duration_t)rec->args[i].u64;
+          }
+        }
+      } else if (obj->obj_type == ZX_OBJ_TYPE_THREAD) {
+        zx_koid_t pid = 0;
+        for (size_t i = 0; i < rec->num_args; i++) {
+          if (str_is(&rec->args[i].name, "process") && rec->args[i].type == ZXS_FXT_ARG_KOID) {
+            pid = rec->args[i].koid;
+          }
+        }
+        return add_thread(b, pid, obj->koid, obj->name.data, obj->name.len);
+      }
+      return ZX_OK;
+    }
+    case ZXS_FXT_RECORD_ATTACHMENT:
+      if (str_is(&rec->blob.category, ZXS_TRACE_CATEGORY) &&
+          str_is(&rec->blob.name, ZXS_TRACE_MODULES_NAME)) {
+        zxs_modules_free(&p->modules);
+        return zxs_modules_from_markup((const char*)rec->blob.payload.data,
+                                       rec->blob.payload.size, &p->modules);
+      }
+      return ZX_OK;
+    case ZXS_FXT_RECORD_LARGE_BLOB:
+      // The sampler's records: empty category and name.
+      if (rec->blob.category.len == 0 && rec->blob.name.len == 0) return add_sample(b, rec);
+      return ZX_OK;
+    default:
+      return ZX_OK;
+  }
+}
+
+zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t* out,
+                                   char* error, size_t error_size) {
+  memset(out, 0, sizeof(*out));
+  builder_t b = {.profile = out};
+  zxs_fxt_reader_t reader;
+  zx_status_t status = zxs_fxt_reader_init(&reader, data, size);
+  if (status != ZX_OK) {
+    set_error(error, error_size, "cannot read the trace: %s", zxs_status_string(status));
+    return status;
+  }
+  zxs_fxt_record_t rec;
+  while (status == ZX_OK && zxs_fxt_reader_next(&reader, &rec)) {
+    status = read_record(&b, &rec);
+    if (status != ZX_OK) {
+      set_error(error, error_size, "record at byte %zu: %s", rec.offset,
+                status == ZX_ERR_NO_MEMORY ? "out of memory" : "malformed sampler data");
+    }
+  }
+  if (status == ZX_OK && reader.status != ZX_OK) {
+    status = reader.status;
+    set_error(error, error_size, "%s", reader.error.message);
+  }
+  out->ticks_per_second = reader.ticks_per_second != 0 ? reader.ticks_per_second : 1000000000u;
+  zxs_fxt_reader_destroy(&reader);
+  free(b.table);
+  // Threads seen only in samples still get an entry.
+  for (size_t i = 0; status == ZX_OK && i < out->sample_count; i++) {
+    bool known = false;
+    for (size_t t = 0; t < out->thread_count && !known; t++) {
+      known = out->threads[t].tid == out->samples[i].tid;
+    }
+    if (!known) status = add_thread(&b, out->samples[i].pid, out->samples[i].tid, "", 0);
+  }
+  if (status == ZX_OK && out->process_name == NULL) {
+    out->process_name = zxs_profile_strdup(out, "");
+    if (out->process_name == NULL) status = ZX_ERR_NO_MEMORY;
+  }
+  if (status == ZX_OK) status = symbolize(out);
+  if (status != ZX_OK) zxs_profile_free(out);
+  return status;
+}

@@ -1,0 +1,126 @@
+// Writes the complete trace file of a stopped session (layout in trace_file.h).
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <zxsampler/fxt.h>
+#include <zxsampler/object.h>
+
+#include "export.h"
+#include "platform.h"
+#include "trace_file.h"
+
+#define MAX_TRACE_THREADS 4096
+
+static zxs_fxt_str_ref_t str(const char* s) { return zxs_fxt_str_inline(s, strlen(s)); }
+
+typedef struct {
+  zx_koid_t tids[MAX_TRACE_THREADS];
+  size_t count;
+} tid_set_t;
+
+static void tid_set_add(tid_set_t* set, zx_koid_t tid) {
+  for (size_t i = 0; i < set->count; i++) {
+    if (set->tids[i] == tid) return;
+  }
+  if (set->count < MAX_TRACE_THREADS) set->tids[set->count++] = tid;
+}
+
+static zx_status_t write_kernel_objects(zxs_fxt_buf_t* buf, zx_koid_t pid, zx_duration_t period,
+                                        const tid_set_t* tids) {
+  char name[256];
+  if (zxs_prim_process_name(name, sizeof(name)) != ZX_OK) snprintf(name, sizeof(name), "%s", "");
+  zxs_fxt_arg_t period_arg = {.type = ZXS_FXT_ARG_UINT64,
+                              .name = str(ZXS_TRACE_PERIOD_ARG)};
+  period_arg.u64 = (uint64_t)period;
+  zxs_fxt_kernel_object_t process = {
+      .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = pid, .name = str(name)};
+  zxs_fxt_write_kernel_object(buf, &process, &period_arg, 1);
+  for (size_t i = 0; i < tids->count; i++) {
+    if (zxs_prim_thread_name(tids->tids[i], name, sizeof(name)) != ZX_OK) {
+      snprintf(name, sizeof(name), "%s", "");
+    }
+    zxs_fxt_arg_t process_arg = {.type = ZXS_FXT_ARG_KOID,
+                                 .name = str("process")};
+    process_arg.koid = pid;
+    zxs_fxt_kernel_object_t thread = {
+        .obj_type = ZX_OBJ_TYPE_THREAD, .koid = tids->tids[i], .name = str(name)};
+    zxs_fxt_write_kernel_object(buf, &thread, &process_arg, 1);
+  }
+  return buf->status;
+}
+
+// The loaded modules as a markup attachment.
+static zx_status_t write_modules(zxs_fxt_buf_t* buf) {
+  zxs_module_list_t modules = {0};
+  zx_status_t status = zxs_modules_capture(&modules);
+  if (status != ZX_OK) return status;
+  char* text = NULL;
+  size_t size = 0;
+  FILE* mem = open_memstream(&text, &size);
+  if (mem == NULL) {
+    zxs_modules_free(&modules);
+    return ZX_ERR_NO_MEMORY;
+  }
+  status = zxs_export_markup_modules(&modules, mem);
+  fclose(mem);
+  zxs_modules_free(&modules);
+  if (status == ZX_OK) {
+    zxs_fxt_large_blob_t blob = {.category = str(ZXS_TRACE_CATEGORY),
+                                 .name = str(ZXS_TRACE_MODULES_NAME),
+                                 .payload = {.data = text, .size = size}};
+    status = zxs_fxt_write_attachment(buf, &blob);
+  }
+  free(text);
+  return status;
+}
+
+zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE* out) {
+  zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
+  size_t region_count = 0;
+  zx_status_t status = zxs_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions),
+                                           &region_count, NULL);
+  if (status != ZX_OK) return status;
+
+  zxs_fxt_buf_t samples;
+  zxs_fxt_buf_init(&samples);
+  tid_set_t* tids = calloc(1, sizeof(*tids));
+  if (tids == NULL) return ZX_ERR_NO_MEMORY;
+  zx_koid_t pid = zxs_prim_process_koid();
+  for (uint32_t r = 0; r < region_count && status == ZX_OK; r++) {
+    zx_vaddr_t addr;
+    status = zxs_vmar_map_iob(zxs_vmar_root_self(), ZX_VM_PERM_READ, 0, iob, r, 0,
+                              regions[r].region.size, &addr);
+    if (status != ZX_OK) break;
+    zxs_fxt_region_iter_t it;
+    zxs_fxt_record_t rec;
+    zxs_fxt_region_iter_init(&it, (const void*)addr, regions[r].region.size);
+    while (zxs_fxt_region_next(&it, &rec)) {
+      if (rec.kind == ZXS_FXT_RECORD_LARGE_BLOB) tid_set_add(tids, rec.blob.thread.thread_koid);
+      zxs_fxt_write_raw(&samples, rec.data, rec.size);
+    }
+    if (it.status != ZX_OK) status = it.status;
+    zxs_vmar_unmap(zxs_vmar_root_self(), addr, regions[r].region.size);
+  }
+
+  zxs_fxt_buf_t head;
+  zxs_fxt_buf_init(&head);
+  if (status == ZX_OK) {
+    zxs_fxt_write_magic(&head);
+    zxs_fxt_write_provider_info(&head, ZXS_TRACE_PROVIDER_ID, "zxsampler", strlen("zxsampler"));
+    zxs_fxt_write_provider_section(&head, ZXS_TRACE_PROVIDER_ID);
+    zxs_fxt_write_initialization(&head, zxs_prim_ticks_per_second());
+    status = write_kernel_objects(&head, pid, period, tids);
+  }
+  if (status == ZX_OK) status = write_modules(&head);
+  if (status == ZX_OK) status = samples.status;
+  if (status == ZX_OK) {
+    if (fwrite(head.data, 1, head.len, out) != head.len ||
+        fwrite(samples.data, 1, samples.len, out) != samples.len) {
+      status = ZX_ERR_IO;
+    }
+  }
+  zxs_fxt_buf_destroy(&head);
+  zxs_fxt_buf_destroy(&samples);
+  free(tids);
+  return status;
+}

@@ -1,0 +1,165 @@
+// libzxsampler-preload.so: profiles an unmodified program (zxsampler record preloads it).
+//
+// Configured by the environment that `zxsampler record` sets:
+//   ZXSAMPLER_OUTPUT       trace file to write (nothing happens without it)
+//   ZXSAMPLER_PERIOD_NS    sampling period (default 1 ms)
+//   ZXSAMPLER_BUFFER_SIZE  bytes per CPU (default 16 MiB)
+//   ZXSAMPLER_DUMP_SIGNAL  a signal number that writes the profile and ends sampling
+// The main thread is attached at load time and every thread the program creates with
+// pthread_create is attached as it starts. The profile is written at exit, on the dump signal,
+// and on SIGINT/SIGTERM/SIGHUP when the program left them at their default action (then the
+// signal is re-raised so the program still dies of it). The variables are removed from the
+// environment so programs this one starts are not profiled into the same file.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zxsampler/profiler.h>
+
+#define MAX_PATH 4096
+
+static char g_output[MAX_PATH];
+static atomic_bool g_running;
+static atomic_bool g_written;
+static int g_pipe[2] = {-1, -1};
+static int g_dump_signal;
+static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef int (*pthread_create_fn)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+
+static pthread_create_fn real_pthread_create(void) {
+  static pthread_create_fn real;
+  if (real == NULL) {
+    void* sym = dlsym(RTLD_NEXT, "pthread_create");
+    memcpy(&real, &sym, sizeof(real));  // POSIX: dlsym results convert to function pointers
+  }
+  return real;
+}
+
+// Writes the profile once, whoever asks first (exit, a signal).
+static void write_profile(void) {
+  pthread_mutex_lock(&g_write_lock);
+  if (!atomic_exchange(&g_written, true) && atomic_load(&g_running)) {
+    atomic_store(&g_running, false);
+    zx_status_t status = zxs_profiler_stop(g_output, ZXS_FORMAT_FXT);
+    if (status != ZX_OK) {
+      fprintf(stderr, "zxsampler: writing %s failed: %s\n", g_output, zxs_status_string(status));
+    }
+  }
+  pthread_mutex_unlock(&g_write_lock);
+}
+
+typedef struct {
+  void* (*start)(void*);
+  void* arg;
+} trampoline_t;
+
+static void* trampoline(void* p) {
+  trampoline_t t = *(trampoline_t*)p;
+  free(p);
+  if (atomic_load(&g_running)) (void)zxs_profiler_attach_current_thread();
+  return t.start(t.arg);
+}
+
+// Interposed: every thread the program creates is attached as it starts.
+int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                   void* arg) {
+  pthread_create_fn real = real_pthread_create();
+  if (real == NULL) return EAGAIN;
+  trampoline_t* t = malloc(sizeof(*t));
+  if (t == NULL) return real(thread, attr, start, arg);
+  t->start = start;
+  t->arg = arg;
+  int err = real(thread, attr, trampoline, t);
+  if (err != 0) free(t);
+  return err;
+}
+
+// Signals are turned into a byte on a pipe; this thread (not attached) does the writing,
+// which a signal handler cannot.
+static void* signal_watcher(void* unused) {
+  (void)unused;
+  unsigned char sig;
+  while (read(g_pipe[0], &sig, 1) == 1) {
+    write_profile();
+    if (sig != g_dump_signal) {  // a fatal signal: die of it as the program would have
+      signal(sig, SIG_DFL);
+      raise(sig);
+    }
+  }
+  return NULL;
+}
+
+static void on_signal(int sig) {
+  int saved = errno;
+  unsigned char byte = (unsigned char)sig;
+  ssize_t n = write(g_pipe[1], &byte, 1);
+  (void)n;
+  errno = saved;
+}
+
+// Catches `sig`; with only_if_default, only when the program left it at its default action
+// (a handler the program installed is never replaced).
+static void catch_signal(int sig, bool only_if_default) {
+  struct sigaction old;
+  if (sigaction(sig, NULL, &old) != 0) return;
+  bool is_default = (old.sa_flags & SA_SIGINFO) == 0 && old.sa_handler == SIG_DFL;
+  if (only_if_default && !is_default) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, NULL);
+}
+
+static long long env_number(const char* name, long long fallback) {
+  const char* v = getenv(name);
+  if (v == NULL || *v == '\0') return fallback;
+  char* end;
+  long long n = strtoll(v, &end, 10);
+  return *end == '\0' && n > 0 ? n : fallback;
+}
+
+__attribute__((constructor)) static void preload_start(void) {
+  const char* output = getenv("ZXSAMPLER_OUTPUT");
+  if (output == NULL || *output == '\0' || strlen(output) >= sizeof(g_output)) return;
+  snprintf(g_output, sizeof(g_output), "%s", output);
+  zxs_profiler_options_t options = {
+      .period = (zx_duration_t)env_number("ZXSAMPLER_PERIOD_NS", 0),
+      .buffer_size = (size_t)env_number("ZXSAMPLER_BUFFER_SIZE", 0)};
+  int dump_signal = (int)env_number("ZXSAMPLER_DUMP_SIGNAL", 0);
+  unsetenv("ZXSAMPLER_OUTPUT");
+  unsetenv("LD_PRELOAD");
+
+  zx_status_t status = zxs_profiler_start(&options);
+  if (status != ZX_OK) {
+    fprintf(stderr, "zxsampler: cannot start profiling: %s\n", zxs_status_string(status));
+    return;
+  }
+  atomic_store(&g_running, true);
+  atexit(write_profile);
+
+  pthread_create_fn real = real_pthread_create();
+  pthread_t watcher;
+  if (real != NULL && pipe2(g_pipe, O_CLOEXEC) == 0 &&
+      real(&watcher, NULL, signal_watcher, NULL) == 0) {
+    pthread_detach(watcher);
+    catch_signal(SIGINT, true);
+    catch_signal(SIGTERM, true);
+    catch_signal(SIGHUP, true);
+    if (dump_signal > 0 && dump_signal < NSIG) {
+      g_dump_signal = dump_signal;
+      catch_signal(dump_signal, false);
+    }
+  }
+  unsetenv("ZXSAMPLER_DUMP_SIGNAL");
+}
