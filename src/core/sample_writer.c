@@ -23,6 +23,10 @@ zxs_write_result_t zxs_sample_write(zxs_percpu_t* cpu, uint32_t session_gen, uin
     // A signal of an older session reaching a CPU that a newer one has set up.
     count(&cpu->dropped_other);
     result = ZXS_WRITE_STALE;
+  } else if (cpu->base == NULL) {
+    // A CPU that was offline when the session was created has no region.
+    count(&cpu->dropped_other);
+    result = ZXS_WRITE_NO_REGION;
   } else {
     uint8_t* record = zxs_percpu_reserve(cpu, ZXS_FXT_SAMPLE_WORDS(n) * sizeof(uint64_t));
     if (record == NULL) {

@@ -107,10 +107,8 @@ static void session_on_last_handle(zxs_object_t* obj) {
   }
   uint32_t count;
   zxs_percpu_t* states = zxs_percpu_states(&count);
-  for (uint32_t i = 0; i < s->region_count; i++) {
-    zxs_percpu_release(&states[s->cpus[i]]);
-    zxs_prim_region_destroy(&s->regions[i]);
-  }
+  for (uint32_t cpu = 0; cpu < count; cpu++) zxs_percpu_release(&states[cpu]);
+  for (uint32_t i = 0; i < s->region_count; i++) zxs_prim_region_destroy(&s->regions[i]);
   s->state = SESSION_DESTROYED;
   if (g_live == s) g_live = NULL;
   pthread_mutex_unlock(&g_lock);
@@ -192,6 +190,9 @@ static zx_status_t new_session(const zx_sampler_config_t* config, zxs_session_t*
   s->config = *config;
   s->state = SESSION_CONFIGURED;
   zxs_object_init(&s->base, ZX_OBJ_TYPE_IOB, zxs_koid_next(), &g_session_ops);
+  // CPUs that were offline get no region but take part all the same, so a sample taken on one
+  // that comes online later is counted as dropped rather than lost silently.
+  for (uint32_t cpu = 0; cpu < count; cpu++) zxs_percpu_setup(&states[cpu], NULL, 0, s->gen);
   for (uint32_t i = 0; i < s->region_count; i++) {
     zxs_percpu_setup(&states[s->cpus[i]], s->regions[i].base, s->regions[i].size, s->gen);
   }
@@ -286,7 +287,7 @@ zx_status_t zxs_sampler_start(zx_handle_t iob) {
   uint32_t count;
   zxs_percpu_t* states = zxs_percpu_states(&count);
   // Writes first, then sources, so the first interrupt finds its CPU ready.
-  for (uint32_t i = 0; i < s->region_count; i++) zxs_percpu_enable_writes(&states[s->cpus[i]]);
+  for (uint32_t cpu = 0; cpu < count; cpu++) zxs_percpu_enable_writes(&states[cpu]);
   for (zxs_thread_slot_t* slot = zxs_slot_next(s->gen, NULL); slot != NULL;
        slot = zxs_slot_next(s->gen, slot)) {
     // A thread whose source cannot be armed stays attached (it is retried at the next start);
@@ -351,8 +352,8 @@ zx_status_t zxs_sampler_get_stats(zx_handle_t iob, zxs_sampler_stats_t* stats) {
   }
   uint32_t count;
   zxs_percpu_t* states = zxs_percpu_states(&count);
-  for (uint32_t i = 0; i < s->region_count; i++) {
-    const zxs_percpu_t* st = &states[s->cpus[i]];
+  for (uint32_t cpu = 0; cpu < count; cpu++) {
+    const zxs_percpu_t* st = &states[cpu];
     stats->samples_written += atomic_load(&st->written);
     stats->dropped_full += atomic_load(&st->dropped_full);
     stats->dropped_other += atomic_load(&st->dropped_other);

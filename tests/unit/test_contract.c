@@ -379,6 +379,27 @@ static void full_region_stops_writes_and_keeps_tail_zero(void** state) {
   zxs_handle_close(iob);
 }
 
+static void sample_on_cpu_without_region_is_counted(void** state) {
+  (void)state;
+  if (!zxs_sampler_compiled_in()) skip();
+  const uint32_t cpus[] = {0, 2, 3};  // CPU 1 comes online after create
+  fake_set_online_cpus(cpus, 3);
+  zxs_regs_t regs = crafted_regs();
+  zx_handle_t iob = create_ok();
+  assert_int_equal(zxs_sampler_attach(iob, zxs_thread_self()), ZX_OK);
+  assert_int_equal(zxs_sampler_start(iob), ZX_OK);
+  fake_set_current_cpu(1);
+  assert_true(fake_fire(fake_self_koid(), &regs));
+  fake_set_current_cpu(2);
+  assert_true(fake_fire(fake_self_koid(), &regs));
+  assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
+  zxs_sampler_stats_t stats;
+  assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
+  assert_int_equal(stats.samples_written, 1);
+  assert_int_equal(stats.dropped_other, 1);
+  zxs_handle_close(iob);
+}
+
 static void attach_while_running_samples_from_then_on(void** state) {
   (void)state;
   if (!zxs_sampler_compiled_in()) skip();
@@ -506,6 +527,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(full_region_stops_writes_and_keeps_tail_zero, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(sample_on_cpu_without_region_is_counted, setup, teardown),
       cmocka_unit_test_setup_teardown(attach_while_running_samples_from_then_on, setup, teardown),
       cmocka_unit_test_setup_teardown(thread_exit_detaches, setup, teardown),
       cmocka_unit_test_setup_teardown(handles_duplicate_close_and_last_close, setup, teardown),

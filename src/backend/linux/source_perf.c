@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
@@ -42,6 +43,9 @@
 _Static_assert(ZXS_MAX_THREADS <= 0x10000u, "slot index must fit 16 bits");
 
 static _Atomic uint64_t g_routes[ZXS_PERF_ROUTES];
+// Handlers inside the re-arm window of each fd: close waits for them, so the REFRESH ioctl never
+// reaches a descriptor number that was closed and reused meanwhile. Never freed, like g_routes.
+static _Atomic uint32_t g_route_users[ZXS_PERF_ROUTES];
 static _Atomic int g_route_limit = ZXS_PERF_ROUTES;  // lowered only by tests
 static _Atomic uint64_t g_counting_signals;
 
@@ -151,8 +155,22 @@ static void close_routed(int fd) {
   if (fd < 0 || fd >= ZXS_PERF_ROUTES) {
     return;
   }
-  atomic_store_explicit(&g_routes[fd], 0, memory_order_release);
+  // Dekker with rearm(): seq_cst store then load here, seq_cst add then load there, so either
+  // the handler sees the route gone or we see it inside and wait.
+  atomic_store_explicit(&g_routes[fd], 0, memory_order_seq_cst);
+  while (atomic_load_explicit(&g_route_users[fd], memory_order_seq_cst) != 0) {
+    sched_yield();
+  }
   perf_close(fd);
+}
+
+// [signal-safe] One more overflow for `fd`, unless its route changed (disarmed) meanwhile.
+static void rearm(int fd, uint64_t route) {
+  atomic_fetch_add_explicit(&g_route_users[fd], 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&g_routes[fd], memory_order_seq_cst) == route) {
+    ioctl(fd, PERF_EVENT_IOC_REFRESH, 1);
+  }
+  atomic_fetch_sub_explicit(&g_route_users[fd], 1, memory_order_release);
 }
 
 zx_status_t zxs_linux_perf_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen) {
@@ -212,10 +230,7 @@ void zxs_linux_perf_on_signal(int fd, const void* ucontext) {
     }
     zxs_linux_take_sample(slot, attach_gen, ucontext);
   }
-  // One more overflow, unless the source was disarmed meanwhile.
-  if (atomic_load_explicit(&g_routes[fd], memory_order_acquire) == route) {
-    ioctl(fd, PERF_EVENT_IOC_REFRESH, 1);
-  }
+  rearm(fd, route);
 }
 
 int zxs_linux_perf_open_counting(zx_duration_t period) {
