@@ -355,10 +355,7 @@ static bool layout(zxs_export_stack_t* stacks, size_t count, uint64_t total, fra
 
 zx_status_t zxs_export_flamegraph(const zxs_profile_t* profile, uint32_t flags, const char* title,
                                   FILE* out) {
-  if (out == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  zx_status_t status = zxs_export_check(profile);
+  zx_status_t status = zxs_export_check(profile, out);
   if (status != ZX_OK) {
     return status;
   }

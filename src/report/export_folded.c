@@ -5,10 +5,7 @@
 #include "export_util.h"
 
 zx_status_t zxs_export_folded(const zxs_profile_t* profile, uint32_t flags, FILE* out) {
-  if (out == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  zx_status_t status = zxs_export_check(profile);
+  zx_status_t status = zxs_export_check(profile, out);
   if (status != ZX_OK) {
     return status;
   }

@@ -74,10 +74,7 @@ zx_status_t zxs_export_markup_modules(const zxs_module_list_t* modules, FILE* ou
 }
 
 zx_status_t zxs_export_markup(const zxs_profile_t* profile, FILE* out) {
-  if (out == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  zx_status_t status = zxs_export_check(profile);
+  zx_status_t status = zxs_export_check(profile, out);
   if (status != ZX_OK) {
     return status;
   }

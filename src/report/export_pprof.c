@@ -329,7 +329,7 @@ zx_status_t zxs_export_pprof_encode(const zxs_profile_t* profile, uint8_t** data
   }
   *data = NULL;
   *size = 0;
-  zx_status_t status = zxs_export_check(profile);
+  zx_status_t status = zxs_export_check(profile, data);
   if (status != ZX_OK) {
     return status;
   }

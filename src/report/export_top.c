@@ -194,10 +194,7 @@ static int64_t intern_label(top_state_t* st, uint32_t location) {
 
 zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32_t flags,
                            FILE* out) {
-  if (out == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  zx_status_t status = zxs_export_check(profile);
+  zx_status_t status = zxs_export_check(profile, out);
   if (status != ZX_OK) {
     return status;
   }

@@ -7,7 +7,10 @@
 
 #include "export.h"
 
-zx_status_t zxs_export_check(const zxs_profile_t* profile) {
+zx_status_t zxs_export_check(const zxs_profile_t* profile, const void* out) {
+  if (out == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (profile == NULL) {
     return ZX_ERR_INVALID_ARGS;
   }

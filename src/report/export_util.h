@@ -10,8 +10,9 @@
 
 #include "profile.h"
 
-// ZX_OK if every index in the profile is in range (see export.h), else ZX_ERR_INVALID_ARGS.
-zx_status_t zxs_export_check(const zxs_profile_t* profile);
+// ZX_OK if `out` is not NULL and every index in the profile is in range (see export.h), else
+// ZX_ERR_INVALID_ARGS. Exporters that write to memory pass a non-NULL token for `out`.
+zx_status_t zxs_export_check(const zxs_profile_t* profile, const void* out);
 
 // ZX_ERR_IO if the stream has seen a write error, else ZX_OK.
 zx_status_t zxs_export_stream_status(FILE* out);
