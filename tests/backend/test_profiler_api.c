@@ -1,0 +1,173 @@
+// The handle-free profiler (profiler.h) on the real backend: start, attach another thread,
+// stop into each format, and read the results back.
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+// cmocka after the standard headers it needs.
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zxsampler/zxsampler.h>
+
+static atomic_bool g_stop;
+
+__attribute__((noinline)) void profiler_api_busy(void) {
+  uint64_t x = 1;
+  for (int i = 0; i < 200000; i++) x = x * 6364136223846793005u + (uint64_t)i;
+  __asm__ volatile("" : : "r"(x) : "memory");
+}
+
+static void* spin(void* arg) {
+  (void)arg;
+  while (!atomic_load(&g_stop)) profiler_api_busy();
+  return NULL;
+}
+
+static void spin_for_cpu_ms(int ms) {
+  struct timespec start, now;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+  do {
+    profiler_api_busy();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+}
+
+static char* read_all(const char* path, size_t* size) {
+  FILE* f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* data = malloc((size_t)n + 1);
+  assert_non_null(data);
+  assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
+  data[n] = '\0';
+  fclose(f);
+  *size = (size_t)n;
+  return data;
+}
+
+// Profiles this thread and one other for ~150 ms of CPU each and writes `format` to `path`.
+static void record_to(const char* path, zxs_profile_format_t format) {
+  zxs_profiler_options_t options = {.period = 1000000, .buffer_size = 1u << 20};
+  assert_int_equal(zxs_profiler_start(&options), ZX_OK);
+  assert_int_equal(zxs_profiler_start(&options), ZX_ERR_BAD_STATE);
+  atomic_store(&g_stop, false);
+  pthread_t other;
+  assert_int_equal(pthread_create(&other, NULL, spin, NULL), 0);
+  assert_int_equal(zxs_profiler_attach_thread(other), ZX_OK);
+  spin_for_cpu_ms(150);
+  assert_int_equal(zxs_profiler_stop(path, format), ZX_OK);
+  atomic_store(&g_stop, true);
+  pthread_join(other, NULL);
+  assert_int_equal(zxs_profiler_stop(path, format), ZX_ERR_BAD_STATE);
+}
+
+static void fxt_file_reads_back_with_samples_threads_and_modules(void** state) {
+  (void)state;
+  char path[] = "/tmp/zxs_profiler_api_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  record_to(path, ZXS_FORMAT_FXT);
+  size_t size;
+  char* data = read_all(path, &size);
+  zxs_fxt_reader_t reader;
+  assert_int_equal(zxs_fxt_reader_init(&reader, data, size), ZX_OK);
+  zxs_fxt_record_t rec;
+  size_t samples = 0, threads = 0, modules = 0;
+  while (zxs_fxt_reader_next(&reader, &rec)) {
+    if (rec.kind == ZXS_FXT_RECORD_LARGE_BLOB) {
+      samples++;
+      assert_int_equal(rec.blob.thread.process_koid, (zx_koid_t)getpid());
+    } else if (rec.kind == ZXS_FXT_RECORD_KERNEL_OBJECT &&
+               rec.kernel_object.obj_type == ZX_OBJ_TYPE_THREAD) {
+      threads++;
+    } else if (rec.kind == ZXS_FXT_RECORD_ATTACHMENT) {
+      modules++;
+    }
+  }
+  assert_int_equal(reader.status, ZX_OK);
+  assert_int_equal(reader.ticks_per_second, 1000000000u);
+  zxs_fxt_reader_destroy(&reader);
+  assert_true(samples > 10);
+  assert_int_equal(threads, 2);
+  assert_int_equal(modules, 1);
+
+  // And it converts, naming the function that ran.
+  char top[] = "/tmp/zxs_profiler_top_XXXXXX";
+  fd = mkstemp(top);
+  close(fd);
+  char error[256];
+  assert_int_equal(zxs_profile_convert(path, top, ZXS_FORMAT_TOP, error, sizeof(error)), ZX_OK);
+  size_t top_size;
+  char* text = read_all(top, &top_size);
+  assert_non_null(strstr(text, "profiler_api_busy"));
+  free(text);
+  free(data);
+  unlink(top);
+  unlink(path);
+}
+
+static void every_format_is_written(void** state) {
+  (void)state;
+  const struct {
+    zxs_profile_format_t format;
+    const char* expect;  // bytes the file starts with or contains
+  } cases[] = {{ZXS_FORMAT_PPROF, "\x1f\x8b"},
+               {ZXS_FORMAT_FOLDED, "profiler_api_busy"},
+               {ZXS_FORMAT_FLAMEGRAPH, "<svg"},
+               {ZXS_FORMAT_MARKUP, "{{{module:"},
+               {ZXS_FORMAT_TOP, "profiler_api_busy"}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char path[] = "/tmp/zxs_profiler_fmt_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    record_to(path, cases[i].format);
+    size_t size;
+    char* data = read_all(path, &size);
+    assert_true(size > 0);
+    assert_true(memmem(data, size, cases[i].expect, strlen(cases[i].expect)) != NULL);
+    free(data);
+    unlink(path);
+  }
+}
+
+static void convert_reports_bad_input(void** state) {
+  (void)state;
+  char error[256];
+  assert_int_equal(zxs_profile_convert("/nonexistent/x.fxt", "/tmp/out", ZXS_FORMAT_TOP, error,
+                                       sizeof(error)),
+                   ZX_ERR_IO);
+  assert_non_null(strstr(error, "/nonexistent/x.fxt"));
+  char path[] = "/tmp/zxs_profiler_bad_XXXXXX";
+  int fd = mkstemp(path);
+  assert_int_equal(write(fd, "not a trace file", 16), 16);
+  close(fd);
+  assert_int_equal(zxs_profile_convert(path, "/tmp/zxs_profiler_bad_out", ZXS_FORMAT_TOP, error,
+                                       sizeof(error)),
+                   ZX_ERR_IO_DATA_INTEGRITY);
+  assert_true(strlen(error) > 0);
+  unlink(path);
+  unlink("/tmp/zxs_profiler_bad_out");
+  zxs_profile_format_t f;
+  assert_false(zxs_profile_format_from_name("jpeg", &f));
+  assert_true(zxs_profile_format_from_name("svg", &f));
+  assert_int_equal(f, ZXS_FORMAT_FLAMEGRAPH);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(fxt_file_reads_back_with_samples_threads_and_modules),
+      cmocka_unit_test(every_format_is_written),
+      cmocka_unit_test(convert_reports_bad_input),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
