@@ -67,7 +67,10 @@ ZXS_API zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
 
 // Selects a thread for sampling; allowed while the session is configured or running (a thread
 // attached while running is sampled from then on). Attaching twice is not an error. A thread
-// that exits is detached by itself and leaves nothing behind. Statuses:
+// that exits is detached by itself and leaves nothing behind: at once when the handle came from
+// its own zxs_thread_self() (the exit hook runs on it), otherwise at the next attach, start,
+// stop or get_stats call (an exited thread's source can no longer fire; its descriptor is
+// released then). Statuses:
 //   ZX_ERR_NOT_SUPPORTED  as for create.
 //   thread: ZX_ERR_BAD_HANDLE / ZX_ERR_WRONG_TYPE / ZX_ERR_ACCESS_DENIED (needs ZX_RIGHT_READ);
 //   then iob: the same three (needs ZX_RIGHT_APPLY_PROFILE).
