@@ -86,6 +86,11 @@ zx_status_t zxs_prim_process_name(char* buf, size_t size);
 // Calls zxs_core_thread_exited(koid) when the calling thread exits (once per thread; later
 // calls for the same thread do nothing). ZX_ERR_NOT_SUPPORTED where there is no such hook.
 zx_status_t zxs_prim_notify_on_thread_exit(void);
+// Calls zxs_core_thread_exited(koid) when another thread exits, from a thread of the backend's.
+// ZX_ERR_NOT_SUPPORTED where the platform cannot watch another thread (the core then reaps
+// exited threads at its next call). unwatch stops watching (the thread was detached first).
+zx_status_t zxs_prim_watch_thread_exit(const zxs_prim_thread_t* thread);
+void zxs_prim_unwatch_thread_exit(zx_koid_t koid);
 
 // --- Sampling sources -------------------------------------------------------------------------
 // A source interrupts one attached thread about once per `period` of that thread's CPU time and,

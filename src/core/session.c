@@ -51,6 +51,7 @@ static void fold_slot_counters(zxs_session_t* s, zxs_thread_slot_t* slot) {
 }
 
 static void detach_slot(zxs_session_t* s, zxs_thread_slot_t* slot) {
+  zxs_prim_unwatch_thread_exit(slot->thread.koid);
   zxs_prim_source_disarm(slot);
   fold_slot_counters(s, slot);
   zxs_slot_free(slot);
@@ -252,6 +253,12 @@ zx_status_t zxs_sampler_attach(zx_handle_t iob, zx_handle_t thread) {
   } else if (zxs_slot_find(info.koid, s->gen) == NULL) {
     zxs_thread_slot_t* slot =
         zxs_slot_attach(&info, zxs_prim_process_koid(), s->gen, s->config.period);
+    zxs_prim_thread_t self;
+    if (slot != NULL && zxs_prim_thread_self(&self) == ZX_OK && self.koid != info.koid) {
+      // Nothing runs on another thread when it exits: the backend watches it (where it can;
+      // otherwise it is reaped at the next call).
+      (void)zxs_prim_watch_thread_exit(&info);
+    }
     if (slot == NULL) {
       status = ZX_ERR_NO_RESOURCES;
     } else if (s->state == SESSION_RUNNING) {
@@ -329,6 +336,7 @@ zx_status_t zxs_sampler_get_stats(zx_handle_t iob, zxs_sampler_stats_t* stats) {
   zxs_session_t* s;
   zx_status_t status = lock_session(iob, ZX_RIGHT_INSPECT, &s);
   if (status != ZX_OK) return status;
+  reap_exited(s);
   zxs_prim_caps_t caps;
   zxs_prim_get_caps(&caps);
   memset(stats, 0, sizeof(*stats));

@@ -306,6 +306,13 @@ bool zxs_prim_thread_alive(const zxs_prim_thread_t* thread) {
 
 zx_status_t zxs_prim_notify_on_thread_exit(void) { return ZX_ERR_NOT_SUPPORTED; }
 
+zx_status_t zxs_prim_watch_thread_exit(const zxs_prim_thread_t* thread) {
+  (void)thread;
+  return ZX_ERR_NOT_SUPPORTED;
+}
+
+void zxs_prim_unwatch_thread_exit(zx_koid_t koid) { (void)koid; }
+
 zx_status_t zxs_prim_thread_name(zx_koid_t koid, char* buf, size_t size) {
   snprintf(buf, size, "fake-%llu", (unsigned long long)koid);
   return ZX_OK;
