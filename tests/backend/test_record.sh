@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# `zxsampler record` and `zxsampler report` as a user runs them.
+#
+#   test_record.sh ZXSAMPLER WORKLOAD
+#
+# Builds nothing: meson passes the built tools/zxsampler and examples/workload. Checks:
+#   - record -- workload 1: exit code 0, a profile written;
+#   - report: parse_input, update_model and render_output listed, parse_input first (the
+#     workload spends 3/6, 2/6 and 1/6 of its time in them);
+#   - conversions to pprof, folded, svg, markup and fxt: non-empty, each in its format (folded
+#     lines end with counts that add up to the report's sample count);
+#   - --help of each command exits 0; bad arguments exit 2 with a message;
+#   - unreadable, garbage, empty and truncated profiles exit 1 with an error naming the
+#     problem, and nothing crashes;
+#   - a program killed by SIGTERM still leaves a profile.
+set -u
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 ZXSAMPLER WORKLOAD" >&2
+  exit 2
+fi
+ZXS=$1
+WORKLOAD=$2
+
+# In a sanitizer build the preload library carries the sanitizer runtime into the (plain)
+# workload, where it cannot be first in the library list; let it run there anyway.
+if ldd "$ZXS" 2>/dev/null | grep -q libasan; then
+  export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/zxs-record.XXXXXX")
+BG=""
+cleanup() {
+  if [ -n "$BG" ]; then kill "$BG" 2>/dev/null; fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+failures=0
+checks=0
+pass() { checks=$((checks + 1)); }
+fail() {
+  checks=$((checks + 1))
+  failures=$((failures + 1))
+  echo "FAIL: $*" >&2
+}
+check() {  # check DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@"; then pass; else fail "$what"; fi
+}
+
+# No crash: an exit status from a signal, or a sanitizer report, in what a command printed.
+crashed() {  # crashed STATUS STDERR-FILE
+  [ "$1" -ge 128 ] || grep -qE 'AddressSanitizer|runtime error|Segmentation|Aborted|core dumped' "$2"
+}
+
+# --- record ---------------------------------------------------------------------------------
+
+"$ZXS" record -o "$T/T.fxt" -- "$WORKLOAD" 1 >"$T/record.out" 2>"$T/record.err"
+status=$?
+check "record exits 0 (got $status; $(tr '\n' ' ' <"$T/record.err"))" [ "$status" -eq 0 ]
+check "the workload ran to its end" grep -q "workload: done" "$T/record.out"
+check "record says where the profile went" grep -q "profile written to $T/T.fxt" "$T/record.err"
+check "record wrote a non-empty profile" [ -s "$T/T.fxt" ]
+if [ ! -s "$T/T.fxt" ]; then
+  echo "no profile: nothing else to check" >&2
+  exit 1
+fi
+
+# --- report ---------------------------------------------------------------------------------
+
+"$ZXS" report "$T/T.fxt" >"$T/top.txt" 2>"$T/top.err"
+status=$?
+check "report exits 0 (got $status)" [ "$status" -eq 0 ]
+for f in parse_input update_model render_output; do
+  check "report lists $f" grep -qw "$f" "$T/top.txt"
+done
+first=$(grep -owE 'parse_input|update_model|render_output' "$T/top.txt" | head -n 1)
+check "parse_input comes first in the report (first: '$first')" [ "$first" = parse_input ]
+samples=$(sed -nE 's/^Samples: ([0-9]+).*/\1/p' "$T/top.txt" | head -n 1)
+check "the report gives a sample count" [ -n "$samples" ]
+cat "$T/top.txt"
+
+# --- conversions ----------------------------------------------------------------------------
+
+for fmt in pprof folded svg markup fxt; do
+  "$ZXS" report -f "$fmt" -o "$T/out.$fmt" "$T/T.fxt" 2>"$T/$fmt.err"
+  status=$?
+  check "report -f $fmt exits 0 (got $status)" [ "$status" -eq 0 ]
+  check "report -f $fmt writes a non-empty file" [ -s "$T/out.$fmt" ]
+done
+# pprof: gzip-compressed.
+check "pprof output is gzip" [ "$(head -c 2 "$T/out.pprof" | od -An -tx1 | tr -d ' \n')" = 1f8b ]
+# folded: "frame;frame;... count" per line, counts adding up to the report's samples.
+check "every folded line ends with a count" \
+  awk 'NF < 2 || $NF !~ /^[0-9]+$/ { bad = 1 } END { exit bad || NR == 0 }' "$T/out.folded"
+total=$(awk '{ s += $NF } END { print s + 0 }' "$T/out.folded")
+check "folded counts add up to the report's $samples samples (got $total)" [ "$total" = "$samples" ]
+check "folded stacks end in the workload's functions" grep -qE ';?parse_input [0-9]+$' "$T/out.folded"
+check "svg output is an SVG document" grep -q '<svg' "$T/out.svg"
+check "svg output names parse_input" grep -q 'parse_input' "$T/out.svg"
+check "markup output starts with a reset" grep -q '{{{reset}}}' "$T/out.markup"
+check "markup output has modules and backtraces" \
+  sh -c "grep -q '{{{module:' '$T/out.markup' && grep -q '{{{bt:0:' '$T/out.markup'"
+"$ZXS" report "$T/out.fxt" >"$T/top2.txt" 2>/dev/null
+check "an fxt re-export reports the same as the original" cmp -s "$T/top.txt" "$T/top2.txt"
+# Recording straight into another format.
+"$ZXS" record -f folded -o "$T/direct.folded" -- "$WORKLOAD" 0.3 >/dev/null 2>"$T/direct.err"
+status=$?
+check "record -f folded exits 0 (got $status)" [ "$status" -eq 0 ]
+check "record -f folded writes folded stacks" grep -qE ' [0-9]+$' "$T/direct.folded"
+
+# --- help and bad arguments -----------------------------------------------------------------
+
+for args in "--help" "record --help" "report --help"; do
+  # shellcheck disable=SC2086
+  "$ZXS" $args >"$T/help.out" 2>"$T/help.err"
+  status=$?
+  check "zxsampler $args exits 0 (got $status)" [ "$status" -eq 0 ]
+  check "zxsampler $args prints usage" grep -q '^usage: zxsampler' "$T/help.out"
+done
+
+bad_args=(
+  ""
+  "frobnicate"
+  "record"
+  "record -p 5 -- true"
+  "record -p x -- true"
+  "record -f nope -- true"
+  "record -b 0 -- true"
+  "record -s NOPE -- true"
+  "record --bogus -- true"
+  "report"
+  "report a b"
+  "report -f nope $T/T.fxt"
+  "report --bogus $T/T.fxt"
+)
+for args in "${bad_args[@]}"; do
+  # shellcheck disable=SC2086
+  "$ZXS" $args >"$T/bad.out" 2>"$T/bad.err"
+  status=$?
+  check "zxsampler $args exits 2 (got $status)" [ "$status" -eq 2 ]
+  check "zxsampler $args explains itself on stderr" [ -s "$T/bad.err" ]
+  check "zxsampler $args prints nothing on stdout" [ ! -s "$T/bad.out" ]
+done
+
+# --- unreadable, garbage, truncated profiles --------------------------------------------------
+
+head -c 4096 /dev/urandom >"$T/garbage.fxt"
+: >"$T/empty.fxt"
+size=$(stat -c %s "$T/T.fxt")
+head -c $((size - 8)) "$T/T.fxt" >"$T/short.fxt"   # the last record cut
+head -c 1001 "$T/T.fxt" >"$T/odd.fxt"               # cut inside a word
+mkdir "$T/dir.fxt"
+# FILE|what the message must say (an extended regular expression)
+bad_files=(
+  "$T/missing.fxt|missing.fxt.*(No such file|not found)"
+  "$T/dir.fxt|dir.fxt.*directory"
+  "$T/garbage.fxt|magic"
+  "$T/empty.fxt|magic|empty"
+  "$T/short.fxt|byte [0-9]+.*(past the end|truncated)"
+  "$T/odd.fxt|byte [0-9]+.*(past the end|truncated|ends inside)"
+)
+if [ "$(id -u)" -ne 0 ]; then  # root reads anything
+  cp "$T/T.fxt" "$T/noaccess.fxt"
+  chmod 000 "$T/noaccess.fxt"
+  bad_files+=("$T/noaccess.fxt|noaccess.fxt.*(Permission denied|permission)")
+fi
+for entry in "${bad_files[@]}"; do
+  file=${entry%%|*}
+  pattern=${entry#*|}
+  for fmt in top folded; do
+    "$ZXS" report -f "$fmt" -o "$T/out.$fmt" "$file" >"$T/badfile.out" 2>"$T/badfile.err"
+    status=$?
+    name=$(basename "$file")
+    check "report -f $fmt $name exits 1 (got $status)" [ "$status" -eq 1 ]
+    check "report -f $fmt $name does not crash" sh -c "! { [ $status -ge 128 ] || grep -qE 'AddressSanitizer|runtime error|Segmentation|Aborted' '$T/badfile.err'; }"
+    check "report -f $fmt $name names the problem ('$(head -n 1 "$T/badfile.err")')" \
+      grep -qE "^zxsampler: .*($pattern)" "$T/badfile.err"
+  done
+done
+
+# --- SIGTERM --------------------------------------------------------------------------------
+
+# The workload would run for a minute; it is sent SIGTERM once the preloaded profiler has its
+# handler in place. The profile must be written, and the workload must still die of SIGTERM.
+"$ZXS" record -o "$T/term.fxt" -- "$WORKLOAD" 60 >"$T/term.out" 2>"$T/term.err" &
+BG=$!
+child=""
+for _ in $(seq 1 3000); do
+  if [ -z "$child" ] && [ -r "/proc/$BG/task/$BG/children" ]; then
+    child=$(tr -d ' \n' <"/proc/$BG/task/$BG/children")
+  fi
+  if [ -n "$child" ] && [ "$(cat "/proc/$child/comm" 2>/dev/null)" = workload ]; then
+    caught=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$child/status" 2>/dev/null)
+    if [ -n "$caught" ] && [ $(((0x$caught >> 14) & 1)) -eq 1 ]; then break; fi  # SIGTERM = 15
+  fi
+  sleep 0.01
+done
+check "the recorded workload started and catches SIGTERM" [ -n "$child" ]
+sleep 0.5  # let it collect some samples
+if [ -n "$child" ]; then kill -TERM "$child"; fi
+for _ in $(seq 1 3000); do
+  kill -0 "$BG" 2>/dev/null || break
+  sleep 0.01
+done
+if kill -0 "$BG" 2>/dev/null; then
+  fail "zxsampler record did not end after its program got SIGTERM"
+  kill -KILL "$child" 2>/dev/null
+fi
+wait "$BG"
+status=$?
+BG=""
+check "record reports the program's death by SIGTERM as 143 (got $status; $(tr '\n' ' ' <"$T/term.err"))" \
+  [ "$status" -eq 143 ]
+check "a profile was written after SIGTERM" [ -s "$T/term.fxt" ]
+"$ZXS" report "$T/term.fxt" >"$T/term.txt" 2>&1
+status=$?
+check "the SIGTERM profile reads back (got $status)" [ "$status" -eq 0 ]
+check "the SIGTERM profile has the workload's functions" grep -qw parse_input "$T/term.txt"
+
+echo "$((checks - failures)) of $checks checks passed"
+[ "$failures" -eq 0 ]
