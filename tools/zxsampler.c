@@ -284,8 +284,15 @@ int main(int argc, char** argv) {
     printf("zxsampler (libzxsampler)\n");
     return 0;
   }
-  if (strcmp(argv[1], "record") == 0) return record(argc - 1, argv + 1);
-  if (strcmp(argv[1], "report") == 0) return report(argc - 1, argv + 1);
+  // getopt names the program by argv[0] in its messages.
+  if (strcmp(argv[1], "record") == 0) {
+    argv[1] = "zxsampler record";
+    return record(argc - 1, argv + 1);
+  }
+  if (strcmp(argv[1], "report") == 0) {
+    argv[1] = "zxsampler report";
+    return report(argc - 1, argv + 1);
+  }
   fprintf(stderr, "%s: unknown command '%s'\n\n", g_prog, argv[1]);
   usage_main(stderr);
   return 2;
