@@ -21,11 +21,11 @@
 static atomic_bool g_stop;
 
 // The same loop in each function, so the time split follows the iteration counts.
-#define SPIN(n)                                                \
-  do {                                                         \
-    uint64_t x = 1;                                            \
+#define SPIN(n)                                                          \
+  do {                                                                   \
+    uint64_t x = 1;                                                      \
     for (uint64_t i = 0; i < (n); i++) x = x * 6364136223846793005u + i; \
-    __asm__ volatile("" : : "r"(x) : "memory");                \
+    __asm__ volatile("" : : "r"(x) : "memory");                          \
   } while (0)
 
 __attribute__((noinline)) void work_alpha(uint64_t n) { SPIN(3 * n); }  // 3/6 of the work
@@ -146,9 +146,8 @@ int main(int argc, char** argv) {
   // Read every region: stop has returned, so nothing changes under us.
   zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
   size_t region_count = 0;
-  check("zx_object_get_info",
-        zx_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions), &region_count,
-                           NULL));
+  check("zx_object_get_info", zx_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions),
+                                                 &region_count, NULL));
   unsigned samples = 0;
   for (uint32_t r = 0; r < region_count; r++) {
     zx_vaddr_t addr;
@@ -168,14 +167,16 @@ int main(int argc, char** argv) {
   zx_handle_close(iob);
   zx_handle_close(debug_resource);
 
-  printf("libzxsampler: %d threads for %.1f s, period %ld us, source %s (effective period %lld us)\n",
-         WORKERS, seconds, period_us, source_name(stats.source),
-         (long long)(stats.effective_period / 1000));
-  printf("samples: %llu written, %llu lost to full regions, %llu truncated walks, %llu throttled, "
-         "%llu overruns\n",
-         (unsigned long long)stats.samples_written, (unsigned long long)stats.dropped_full,
-         (unsigned long long)stats.walks_truncated, (unsigned long long)stats.throttled,
-         (unsigned long long)stats.overruns);
+  printf(
+      "libzxsampler: %d threads for %.1f s, period %ld us, source %s (effective period %lld us)\n",
+      WORKERS, seconds, period_us, source_name(stats.source),
+      (long long)(stats.effective_period / 1000));
+  printf(
+      "samples: %llu written, %llu lost to full regions, %llu truncated walks, %llu throttled, "
+      "%llu overruns\n",
+      (unsigned long long)stats.samples_written, (unsigned long long)stats.dropped_full,
+      (unsigned long long)stats.walks_truncated, (unsigned long long)stats.throttled,
+      (unsigned long long)stats.overruns);
   if (samples == 0) {
     printf("no samples\n");
     return 1;

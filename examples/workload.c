@@ -10,11 +10,11 @@
 
 static double g_seconds = 1.0;
 
-#define SPIN(n)                                                              \
-  do {                                                                       \
-    uint64_t x = 1;                                                          \
-    for (uint64_t i = 0; i < (n); i++) x = x * 6364136223846793005u + i;     \
-    __asm__ volatile("" : : "r"(x) : "memory");                              \
+#define SPIN(n)                                                          \
+  do {                                                                   \
+    uint64_t x = 1;                                                      \
+    for (uint64_t i = 0; i < (n); i++) x = x * 6364136223846793005u + i; \
+    __asm__ volatile("" : : "r"(x) : "memory");                          \
   } while (0)
 
 __attribute__((noinline)) static void parse_input(void) { SPIN(300000); }    // 3/6

@@ -16,8 +16,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,9 +133,8 @@ __attribute__((constructor)) static void preload_start(void) {
   const char* output = getenv("ZXSAMPLER_OUTPUT");
   if (output == NULL || *output == '\0' || strlen(output) >= sizeof(g_output)) return;
   snprintf(g_output, sizeof(g_output), "%s", output);
-  zxs_profiler_options_t options = {
-      .period = (zx_duration_t)env_number("ZXSAMPLER_PERIOD_NS", 0),
-      .buffer_size = (size_t)env_number("ZXSAMPLER_BUFFER_SIZE", 0)};
+  zxs_profiler_options_t options = {.period = (zx_duration_t)env_number("ZXSAMPLER_PERIOD_NS", 0),
+                                    .buffer_size = (size_t)env_number("ZXSAMPLER_BUFFER_SIZE", 0)};
   int dump_signal = (int)env_number("ZXSAMPLER_DUMP_SIGNAL", 0);
   unsetenv("ZXSAMPLER_OUTPUT");
   unsetenv("LD_PRELOAD");

@@ -211,8 +211,10 @@ static int record(int argc, char** argv) {
 
   struct stat st;
   if (stat(trace, &st) != 0) {
-    fprintf(stderr, "%s: the program ended without writing a profile (killed by SIGKILL, or "
-            "statically linked?)\n", g_prog);
+    fprintf(stderr,
+            "%s: the program ended without writing a profile (killed by SIGKILL, or "
+            "statically linked?)\n",
+            g_prog);
     return exit_code != 0 ? exit_code : 1;
   }
   if (format != ZXS_FORMAT_FXT) {

@@ -34,8 +34,9 @@ ZXS_API zx_status_t zxs_handle_duplicate(zx_handle_t handle, zx_rights_t rights,
 // `actual` and `avail` may be NULL. Statuses: handle errors; ZX_ERR_NOT_SUPPORTED unknown topic;
 // ZX_ERR_BUFFER_TOO_SMALL buffer too small for a single-record topic; ZX_ERR_INVALID_ARGS
 // buffer NULL with a non-zero size.
-ZXS_API zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic, void* buffer,
-                                size_t buffer_size, size_t* actual, size_t* avail);
+ZXS_API zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic,
+                                        void* buffer, size_t buffer_size, size_t* actual,
+                                        size_t* avail);
 
 // The root VMAR of the process (a constant handle that is never closed).
 ZXS_API zx_handle_t zxs_vmar_root_self(void);
@@ -50,8 +51,8 @@ ZXS_API zx_handle_t zxs_vmar_root_self(void);
 //                         mapped_addr NULL, vmar_offset != 0, ZX_VM_SPECIFIC.
 //   ZX_ERR_OUT_OF_RANGE   no such region, or offset + length past its end.
 ZXS_API zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, size_t vmar_offset,
-                             zx_handle_t iob, uint32_t region_index, uint64_t region_offset,
-                             size_t region_len, zx_vaddr_t* mapped_addr);
+                                     zx_handle_t iob, uint32_t region_index, uint64_t region_offset,
+                                     size_t region_len, zx_vaddr_t* mapped_addr);
 
 // Unmaps what zxs_vmar_map_iob() mapped. ZX_ERR_INVALID_ARGS: address or length not
 // page-aligned or length 0. ZX_ERR_BAD_HANDLE / ZX_ERR_WRONG_TYPE: vmar.

@@ -27,8 +27,8 @@ typedef struct zx_sampler_config {
   uint64_t iobuffer_discipline;
 } zx_sampler_config_t;
 
-#define ZX_SAMPLER_MIN_PERIOD ((zx_duration_mono_t)10000)      /* 10 us */
-#define ZX_SAMPLER_MAX_BUFFER_SIZE ((size_t)1u << 30)          /* 1 GiB */
+#define ZX_SAMPLER_MIN_PERIOD ((zx_duration_mono_t)10000) /* 10 us */
+#define ZX_SAMPLER_MAX_BUFFER_SIZE ((size_t)1u << 30)     /* 1 GiB */
 #define ZX_SAMPLER_MAX_FRAMES 64
 
 // Hands the program a handle to the debug resource, the host's stand-in for Fuchsia's
@@ -62,8 +62,8 @@ ZXS_API bool zxs_sampler_compiled_in(void);
 //   ZX_ERR_NO_MEMORY      regions could not be allocated.
 // The returned handle has the IOBuffer's default rights plus ZX_RIGHT_APPLY_PROFILE.
 ZXS_API zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
-                               const zx_sampler_config_t* config, size_t config_size,
-                               zx_handle_t* iob_out);
+                                       const zx_sampler_config_t* config, size_t config_size,
+                                       zx_handle_t* iob_out);
 
 // Selects a thread for sampling; allowed while the session is configured or running (a thread
 // attached while running is sampled from then on). Attaching twice is not an error. A thread
@@ -92,29 +92,29 @@ ZXS_API zx_status_t zxs_sampler_stop(zx_handle_t iob);
 
 // Which mechanism interrupts attached threads.
 typedef enum zxs_sample_source {
-  ZXS_SOURCE_NONE = 0,        // nothing armed yet
-  ZXS_SOURCE_PERF_TASK_CLOCK, // Linux perf_event software task-clock, signal to the thread
-  ZXS_SOURCE_CPU_CLOCK_TIMER, // POSIX timer on the thread's CPU clock (tick-granular)
-  ZXS_SOURCE_SAMPLER_THREAD,  // a sampler thread suspends targets (macOS)
-  ZXS_SOURCE_KERNEL,          // the Fuchsia kernel's own sampler
-  ZXS_SOURCE_FAKE,            // deterministic test backend
+  ZXS_SOURCE_NONE = 0,         // nothing armed yet
+  ZXS_SOURCE_PERF_TASK_CLOCK,  // Linux perf_event software task-clock, signal to the thread
+  ZXS_SOURCE_CPU_CLOCK_TIMER,  // POSIX timer on the thread's CPU clock (tick-granular)
+  ZXS_SOURCE_SAMPLER_THREAD,   // a sampler thread suspends targets (macOS)
+  ZXS_SOURCE_KERNEL,           // the Fuchsia kernel's own sampler
+  ZXS_SOURCE_FAKE,             // deterministic test backend
 } zxs_sample_source_t;
 
 // Counters of a session, summed over CPUs and threads since create.
 typedef struct zxs_sampler_stats {
-  zxs_sample_source_t source;     // the active source (the last one armed)
-  const char* backend;            // "linux", "macos", "fuchsia", "fake"
-  zx_duration_t requested_period; // from the config
-  zx_duration_t effective_period; // largest period in force now (raised by throttling, or the
-                                  // source's resolution)
-  uint32_t attached_threads;      // live attached threads
-  uint64_t samples_written;       // records written
-  uint64_t dropped_full;          // samples lost because the CPU's region was full
-  uint64_t dropped_other;         // lost for another reason (no region for the CPU, stale thread)
-  uint64_t walks_truncated;       // stacks deeper than ZX_SAMPLER_MAX_FRAMES
-  uint64_t throttled;             // times a thread's period was raised to protect the host
-  uint64_t overruns;              // periods the source reports as missed
-  uint64_t source_failures;       // sources that could not be armed and fell back or failed
+  zxs_sample_source_t source;      // the active source (the last one armed)
+  const char* backend;             // "linux", "macos", "fuchsia", "fake"
+  zx_duration_t requested_period;  // from the config
+  zx_duration_t effective_period;  // largest period in force now (raised by throttling, or the
+                                   // source's resolution)
+  uint32_t attached_threads;       // live attached threads
+  uint64_t samples_written;        // records written
+  uint64_t dropped_full;           // samples lost because the CPU's region was full
+  uint64_t dropped_other;          // lost for another reason (no region for the CPU, stale thread)
+  uint64_t walks_truncated;        // stacks deeper than ZX_SAMPLER_MAX_FRAMES
+  uint64_t throttled;              // times a thread's period was raised to protect the host
+  uint64_t overruns;               // periods the source reports as missed
+  uint64_t source_failures;        // sources that could not be armed and fell back or failed
 } zxs_sampler_stats_t;
 
 // Reads the session's counters. Needs ZX_RIGHT_INSPECT on the IOBuffer.

@@ -41,9 +41,9 @@ static inline zx_status_t zx_sampler_create_without_size(zx_handle_t rsrc, uint6
 }
 
 #define ZXS_PICK_5TH_OR_4TH_(a1, a2, a3, a4, a5, name, ...) name
-#define zx_sampler_create(...)                                                               \
-  ZXS_PICK_5TH_OR_4TH_(__VA_ARGS__, zx_sampler_create_with_size,                             \
-                       zx_sampler_create_without_size, zxs_sampler_create_needs_4_or_5_args) \
+#define zx_sampler_create(...)                                                                   \
+  ZXS_PICK_5TH_OR_4TH_(__VA_ARGS__, zx_sampler_create_with_size, zx_sampler_create_without_size, \
+                       zxs_sampler_create_needs_4_or_5_args)                                     \
   (__VA_ARGS__)
 
 static inline zx_status_t zx_sampler_attach(zx_handle_t iob, zx_handle_t thread) {
@@ -65,8 +65,8 @@ static inline zx_status_t zx_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t optio
                                           size_t vmar_offset, zx_handle_t iob,
                                           uint32_t region_index, uint64_t region_offset,
                                           size_t region_len, zx_vaddr_t* mapped_addr) {
-  return zxs_vmar_map_iob(vmar, options, vmar_offset, iob, region_index, region_offset,
-                          region_len, mapped_addr);
+  return zxs_vmar_map_iob(vmar, options, vmar_offset, iob, region_index, region_offset, region_len,
+                          mapped_addr);
 }
 static inline zx_status_t zx_vmar_unmap(zx_handle_t vmar, zx_vaddr_t addr, size_t len) {
   return zxs_vmar_unmap(vmar, addr, len);

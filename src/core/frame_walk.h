@@ -19,7 +19,7 @@ typedef struct zxs_regs {
 // [max(stack_lo, sp), stack_hi - 16], not 8-byte aligned, or not strictly above the previous
 // one, or at a zero return address; it never reads outside the bounds. *truncated (may be
 // NULL) is set when entries ran out while a further valid frame remained.
-size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi,
-                      uint64_t* pcs, size_t max, bool* truncated);
+size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi, uint64_t* pcs,
+                      size_t max, bool* truncated);
 
 #endif  // ZXSAMPLER_SRC_CORE_FRAME_WALK_H_

@@ -1,10 +1,9 @@
 #include "handle_table.h"
 
-#include <zxsampler/object.h>
-
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <zxsampler/object.h>
 
 // Handle value: bits 0..1 set (as Fuchsia's are), bits 2..21 entry index + 1, bits 22..31 the
 // entry's generation, so a stale value does not name a reused entry (for 1024 reuses).

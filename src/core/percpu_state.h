@@ -25,10 +25,10 @@
 
 typedef struct zxs_percpu {
   _Alignas(64) _Atomic uint64_t state;
-  _Atomic uint64_t reserved;       // bytes of the region handed out (never reset by start)
-  _Atomic uint32_t session_gen;    // session whose region this is; 0 = none
-  _Atomic bool full;               // a record did not fit: writes on this CPU have stopped
-  uint8_t* base;                   // region; changed only while no writer can be in flight
+  _Atomic uint64_t reserved;     // bytes of the region handed out (never reset by start)
+  _Atomic uint32_t session_gen;  // session whose region this is; 0 = none
+  _Atomic bool full;             // a record did not fit: writes on this CPU have stopped
+  uint8_t* base;                 // region; changed only while no writer can be in flight
   size_t size;
   // Counters since setup (relaxed).
   _Atomic uint64_t written;

@@ -21,12 +21,12 @@
 typedef struct zxs_thread_slot zxs_thread_slot_t;
 
 typedef struct zxs_prim_caps {
-  const char* name;                  // "linux", "macos", "fuchsia", "fake"
-  size_t page_size;                  // regions are rounded to this
-  uint32_t cpu_number_limit;         // every CPU number the platform reports is below this
-  bool has_cpu_attribution;          // zxs_prim_current_cpu() names the CPU a thread runs on
-  bool can_interrupt_other_thread;   // attach works for threads other than the caller
-  zx_duration_t timer_resolution;    // finest period the default source honours
+  const char* name;                 // "linux", "macos", "fuchsia", "fake"
+  size_t page_size;                 // regions are rounded to this
+  uint32_t cpu_number_limit;        // every CPU number the platform reports is below this
+  bool has_cpu_attribution;         // zxs_prim_current_cpu() names the CPU a thread runs on
+  bool can_interrupt_other_thread;  // attach works for threads other than the caller
+  zx_duration_t timer_resolution;   // finest period the default source honours
 } zxs_prim_caps_t;
 
 // Fills *caps; cheap after the first call. Thread-safe.
@@ -59,17 +59,17 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out);
 // region stay valid until unmapped.
 void zxs_prim_region_destroy(zxs_prim_region_t* region);
 // Maps [offset, offset + len) of a region read-only. Arguments are already validated.
-zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset,
-                                         size_t len, void** out);
+zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset, size_t len,
+                                         void** out);
 zx_status_t zxs_prim_unmap(void* addr, size_t len);
 
 // --- Threads ----------------------------------------------------------------------------------
 
 typedef struct zxs_prim_thread {
-  zx_koid_t koid;        // tid on Linux
-  uintptr_t stack_lo;    // lowest address of the thread's stack
-  uintptr_t stack_hi;    // one past the highest
-  uint64_t native;       // backend's name for the thread (pthread_t, mach port...)
+  zx_koid_t koid;      // tid on Linux
+  uintptr_t stack_lo;  // lowest address of the thread's stack
+  uintptr_t stack_hi;  // one past the highest
+  uint64_t native;     // backend's name for the thread (pthread_t, mach port...)
 } zxs_prim_thread_t;
 
 zx_koid_t zxs_prim_process_koid(void);

@@ -9,10 +9,10 @@
 
 typedef enum zxs_write_result {
   ZXS_WRITE_OK = 0,
-  ZXS_WRITE_STALE,     // the CPU belongs to another session than the caller's
-  ZXS_WRITE_FULL,      // the record did not fit; writes on that CPU have stopped
-  ZXS_WRITE_NO_REGION, // the CPU was offline at create: it has no region
-  ZXS_WRITE_INVALID,   // n == 0 or n > 64
+  ZXS_WRITE_STALE,      // the CPU belongs to another session than the caller's
+  ZXS_WRITE_FULL,       // the record did not fit; writes on that CPU have stopped
+  ZXS_WRITE_NO_REGION,  // the CPU was offline at create: it has no region
+  ZXS_WRITE_INVALID,    // n == 0 or n > 64
 } zxs_write_result_t;
 
 // Writes one sample into `cpu`'s region. The caller holds a pending write on `cpu`

@@ -22,22 +22,22 @@
 
 struct zxs_thread_slot {
   _Atomic uint32_t state;
-  _Atomic uint32_t session_gen;   // the session it is attached to
+  _Atomic uint32_t session_gen;  // the session it is attached to
   // Bumped when the slot is freed and again when it is attached, before its fields change.
   // Backends put the value they armed with into their signal's payload; the sampling path
   // ignores a payload whose generation is not current (a signal the program held blocked past
   // a detach, say) and re-checks it after copying the fields below (a seqlock).
   _Atomic uint32_t attach_gen;
-  uint32_t index;                 // position in the table (constant)
+  uint32_t index;  // position in the table (constant)
   // Read by the sampling path; written only by attach.
   _Atomic zx_koid_t koid;
   _Atomic zx_koid_t process_koid;
   _Atomic uintptr_t stack_lo;
   _Atomic uintptr_t stack_hi;
-  zxs_prim_thread_t thread;       // for the core and the backend, under the session lock
-  _Atomic int source_kind;        // zxs_sample_source_t, set by the backend when armed
-  _Atomic bool armed;             // set and cleared by the backend
-  _Atomic int64_t period;         // in force now (raised by throttling)
+  zxs_prim_thread_t thread;  // for the core and the backend, under the session lock
+  _Atomic int source_kind;   // zxs_sample_source_t, set by the backend when armed
+  _Atomic bool armed;        // set and cleared by the backend
+  _Atomic int64_t period;    // in force now (raised by throttling)
   _Atomic uint64_t walks_truncated;
   _Atomic uint64_t throttled;
   _Atomic uint64_t overruns;

@@ -16,8 +16,8 @@
 #include "platform.h"
 #include "thread_table.h"
 
-#define IOB_RIGHTS                                                                           \
-  (ZX_RIGHT_TRANSFER | ZX_RIGHT_DUPLICATE | ZX_RIGHT_WAIT | ZX_RIGHT_INSPECT |               \
+#define IOB_RIGHTS                                                                          \
+  (ZX_RIGHT_TRANSFER | ZX_RIGHT_DUPLICATE | ZX_RIGHT_WAIT | ZX_RIGHT_INSPECT |              \
    ZX_RIGHT_GET_PROPERTY | ZX_RIGHT_SET_PROPERTY | ZX_RIGHT_SIGNAL | ZX_RIGHT_SIGNAL_PEER | \
    ZX_RIGHT_READ | ZX_RIGHT_WRITE | ZX_RIGHT_MAP | ZX_RIGHT_APPLY_PROFILE)
 
@@ -29,7 +29,7 @@ typedef struct zxs_session {
   session_state_t state;
   zx_sampler_config_t config;
   uint32_t region_count;
-  uint32_t* cpus;                // CPU number of each region
+  uint32_t* cpus;  // CPU number of each region
   zxs_prim_region_t* regions;
   zx_koid_t* region_koids;
   // Counters of slots already detached.
@@ -454,8 +454,7 @@ zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, size_t vm
   if ((options & (ZX_VM_PERM_WRITE | ZX_VM_PERM_EXECUTE)) != 0) {
     status = ZX_ERR_ACCESS_DENIED;
   } else if (options != ZX_VM_PERM_READ || vmar_offset != 0 || mapped_addr == NULL ||
-             region_len == 0 || (region_len & page_mask) != 0 ||
-             (region_offset & page_mask) != 0) {
+             region_len == 0 || (region_len & page_mask) != 0 || (region_offset & page_mask) != 0) {
     status = ZX_ERR_INVALID_ARGS;
   } else if (region_index >= s->region_count || region_offset > s->regions[region_index].size ||
              region_len > s->regions[region_index].size - region_offset) {

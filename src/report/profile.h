@@ -15,13 +15,13 @@
 #include "modules.h"
 
 typedef struct zxs_profile_location {
-  uint64_t address;          // as sampled (a return address is not adjusted here)
-  bool is_return_address;    // symbolized at address - 1
-  int32_t module;            // index into modules.modules, -1 if in none
-  uint64_t file_address;     // address - load bias of the module (0 without a module)
-  const char* function;      // NULL if unknown
-  const char* file;          // NULL if unknown
-  uint32_t line;             // 0 if unknown
+  uint64_t address;        // as sampled (a return address is not adjusted here)
+  bool is_return_address;  // symbolized at address - 1
+  int32_t module;          // index into modules.modules, -1 if in none
+  uint64_t file_address;   // address - load bias of the module (0 without a module)
+  const char* function;    // NULL if unknown
+  const char* file;        // NULL if unknown
+  uint32_t line;           // 0 if unknown
 } zxs_profile_location_t;
 
 typedef struct zxs_profile_thread {
@@ -34,15 +34,15 @@ typedef struct zxs_profile_sample {
   zx_koid_t pid;
   zx_koid_t tid;
   uint64_t ticks;
-  uint32_t depth;        // frames in this sample (1..64)
-  size_t first_frame;    // index into frames: frames[first_frame .. first_frame + depth)
+  uint32_t depth;      // frames in this sample (1..64)
+  size_t first_frame;  // index into frames: frames[first_frame .. first_frame + depth)
 } zxs_profile_sample_t;
 
 typedef struct zxs_profile {
-  uint64_t ticks_per_second;     // non-zero
-  zx_duration_t period;          // sampling period in ns (0 if unknown)
+  uint64_t ticks_per_second;  // non-zero
+  zx_duration_t period;       // sampling period in ns (0 if unknown)
   zx_koid_t pid;
-  const char* process_name;      // "" if unknown
+  const char* process_name;  // "" if unknown
   zxs_module_list_t modules;
   zxs_profile_thread_t* threads;
   size_t thread_count;
@@ -50,9 +50,9 @@ typedef struct zxs_profile {
   size_t location_count;
   zxs_profile_sample_t* samples;
   size_t sample_count;
-  uint32_t* frames;              // location indices, innermost first per sample
+  uint32_t* frames;  // location indices, innermost first per sample
   size_t frame_count;
-  void* strings;                 // zxs_profile_strdup()'s allocations (a chain)
+  void* strings;  // zxs_profile_strdup()'s allocations (a chain)
 } zxs_profile_t;
 
 // The name to show for a location: its function, else "module+0xoffset", else "0xaddress".

@@ -1,19 +1,18 @@
 // The handle-free profiler API (profiler.h) and format conversion.
 #define _GNU_SOURCE
-#include <zxsampler/profiler.h>
-
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zxsampler/object.h>
+#include <zxsampler/profiler.h>
 #include <zxsampler/sampler.h>
 
 #include "export.h"
 #include "trace_file.h"
 
-#define DEFAULT_PERIOD 1000000            // 1 ms
+#define DEFAULT_PERIOD 1000000           // 1 ms
 #define DEFAULT_BUFFER_SIZE (16u << 20)  // per CPU
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -23,8 +22,8 @@ static zx_duration_t g_period;
 zx_status_t zxs_profiler_start(const zxs_profiler_options_t* options) {
   zx_sampler_config_t config = {
       .period = options != NULL && options->period != 0 ? options->period : DEFAULT_PERIOD,
-      .buffer_size = options != NULL && options->buffer_size != 0 ? options->buffer_size
-                                                                   : DEFAULT_BUFFER_SIZE,
+      .buffer_size =
+          options != NULL && options->buffer_size != 0 ? options->buffer_size : DEFAULT_BUFFER_SIZE,
       .iobuffer_discipline = ZX_IOB_DISCIPLINE_NONE};
   pthread_mutex_lock(&g_lock);
   zx_status_t status = ZX_ERR_BAD_STATE;
@@ -71,9 +70,12 @@ bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out) {
   static const struct {
     const char* name;
     zxs_profile_format_t format;
-  } names[] = {{"fxt", ZXS_FORMAT_FXT},           {"pprof", ZXS_FORMAT_PPROF},
-               {"folded", ZXS_FORMAT_FOLDED},     {"svg", ZXS_FORMAT_FLAMEGRAPH},
-               {"flamegraph", ZXS_FORMAT_FLAMEGRAPH}, {"markup", ZXS_FORMAT_MARKUP},
+  } names[] = {{"fxt", ZXS_FORMAT_FXT},
+               {"pprof", ZXS_FORMAT_PPROF},
+               {"folded", ZXS_FORMAT_FOLDED},
+               {"svg", ZXS_FORMAT_FLAMEGRAPH},
+               {"flamegraph", ZXS_FORMAT_FLAMEGRAPH},
+               {"markup", ZXS_FORMAT_MARKUP},
                {"top", ZXS_FORMAT_TOP}};
   for (size_t i = 0; name != NULL && i < sizeof(names) / sizeof(names[0]); i++) {
     if (strcmp(name, names[i].name) == 0) {

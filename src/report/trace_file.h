@@ -30,8 +30,8 @@ zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE*
 // this machine (a module whose file is missing or has another build ID stays unsymbolized).
 // `error` receives a message on failure. ZX_ERR_IO_DATA_INTEGRITY malformed input;
 // ZX_ERR_NO_MEMORY.
-zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t* out,
-                                   char* error, size_t error_size);
+zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t* out, char* error,
+                                   size_t error_size);
 
 // Parses the "modules" attachment (symbolizer markup module and mmap lines) into a list.
 // Unknown lines are skipped. ZX_ERR_IO_DATA_INTEGRITY for a malformed element.

@@ -58,9 +58,8 @@ static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* 
   return ZX_OK;
 }
 
-static zx_status_t add_segment(zxs_module_list_t* list, uint64_t id, uint64_t start,
-                               uint64_t size, const char* perms, size_t perms_len,
-                               uint64_t vaddr) {
+static zx_status_t add_segment(zxs_module_list_t* list, uint64_t id, uint64_t start, uint64_t size,
+                               const char* perms, size_t perms_len, uint64_t vaddr) {
   if (id >= list->count) return ZX_ERR_IO_DATA_INTEGRITY;
   zxs_module_t* m = &list->modules[id];
   zxs_segment_t* grown = realloc(m->segments, (m->segment_count + 1) * sizeof(*grown));
@@ -68,8 +67,10 @@ static zx_status_t add_segment(zxs_module_list_t* list, uint64_t id, uint64_t st
   m->segments = grown;
   uint32_t flags = 0;
   for (size_t i = 0; i < perms_len; i++) {
-    flags |= perms[i] == 'r' ? ZXS_SEGMENT_R : perms[i] == 'w' ? ZXS_SEGMENT_W
-             : perms[i] == 'x' ? ZXS_SEGMENT_X : 0;
+    flags |= perms[i] == 'r'   ? ZXS_SEGMENT_R
+             : perms[i] == 'w' ? ZXS_SEGMENT_W
+             : perms[i] == 'x' ? ZXS_SEGMENT_X
+                               : 0;
   }
   // Markup carries no file offsets: for the usual layouts (first PT_LOAD at file offset 0)
   // a segment's offset is its address minus the page-aligned address of the first one.
@@ -256,9 +257,9 @@ static zxs_elf_t* open_module(const zxs_module_t* m) {
   if (zxs_elf_open(m->path, &elf) != ZX_OK) return NULL;
   const uint8_t* id;
   size_t id_size;
-  if (m->build_id_size > 0 && (zxs_elf_build_id(elf, &id, &id_size) != ZX_OK ||
-                               id_size != m->build_id_size ||
-                               memcmp(id, m->build_id, id_size) != 0)) {
+  if (m->build_id_size > 0 &&
+      (zxs_elf_build_id(elf, &id, &id_size) != ZX_OK || id_size != m->build_id_size ||
+       memcmp(id, m->build_id, id_size) != 0)) {
     zxs_elf_close(elf);
     return NULL;
   }
@@ -354,8 +355,8 @@ static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
       if (str_is(&rec->blob.category, ZXS_TRACE_CATEGORY) &&
           str_is(&rec->blob.name, ZXS_TRACE_MODULES_NAME)) {
         zxs_modules_free(&p->modules);
-        return zxs_modules_from_markup((const char*)rec->blob.payload.data,
-                                       rec->blob.payload.size, &p->modules);
+        return zxs_modules_from_markup((const char*)rec->blob.payload.data, rec->blob.payload.size,
+                                       &p->modules);
       }
       return ZX_OK;
     case ZXS_FXT_RECORD_LARGE_BLOB:
@@ -367,8 +368,8 @@ static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
   }
 }
 
-zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t* out,
-                                   char* error, size_t error_size) {
+zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t* out, char* error,
+                                   size_t error_size) {
   memset(out, 0, sizeof(*out));
   builder_t b = {.profile = out};
   zxs_fxt_reader_t reader;

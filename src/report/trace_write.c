@@ -29,8 +29,7 @@ static zx_status_t write_kernel_objects(zxs_fxt_buf_t* buf, zx_koid_t pid, zx_du
                                         const tid_set_t* tids) {
   char name[256];
   if (zxs_prim_process_name(name, sizeof(name)) != ZX_OK) snprintf(name, sizeof(name), "%s", "");
-  zxs_fxt_arg_t period_arg = {.type = ZXS_FXT_ARG_UINT64,
-                              .name = str(ZXS_TRACE_PERIOD_ARG)};
+  zxs_fxt_arg_t period_arg = {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PERIOD_ARG)};
   period_arg.u64 = (uint64_t)period;
   zxs_fxt_kernel_object_t process = {
       .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = pid, .name = str(name)};
@@ -39,8 +38,7 @@ static zx_status_t write_kernel_objects(zxs_fxt_buf_t* buf, zx_koid_t pid, zx_du
     if (zxs_prim_thread_name(tids->tids[i], name, sizeof(name)) != ZX_OK) {
       snprintf(name, sizeof(name), "%s", "");
     }
-    zxs_fxt_arg_t process_arg = {.type = ZXS_FXT_ARG_KOID,
-                                 .name = str("process")};
+    zxs_fxt_arg_t process_arg = {.type = ZXS_FXT_ARG_KOID, .name = str("process")};
     process_arg.koid = pid;
     zxs_fxt_kernel_object_t thread = {
         .obj_type = ZX_OBJ_TYPE_THREAD, .koid = tids->tids[i], .name = str(name)};
@@ -77,8 +75,8 @@ static zx_status_t write_modules(zxs_fxt_buf_t* buf) {
 zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE* out) {
   zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
   size_t region_count = 0;
-  zx_status_t status = zxs_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions),
-                                           &region_count, NULL);
+  zx_status_t status =
+      zxs_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions), &region_count, NULL);
   if (status != ZX_OK) return status;
 
   zxs_fxt_buf_t samples;

@@ -143,17 +143,17 @@ static void every_format_is_written(void** state) {
 static void convert_reports_bad_input(void** state) {
   (void)state;
   char error[256];
-  assert_int_equal(zxs_profile_convert("/nonexistent/x.fxt", "/tmp/out", ZXS_FORMAT_TOP, error,
-                                       sizeof(error)),
-                   ZX_ERR_IO);
+  assert_int_equal(
+      zxs_profile_convert("/nonexistent/x.fxt", "/tmp/out", ZXS_FORMAT_TOP, error, sizeof(error)),
+      ZX_ERR_IO);
   assert_non_null(strstr(error, "/nonexistent/x.fxt"));
   char path[] = "/tmp/zxs_profiler_bad_XXXXXX";
   int fd = mkstemp(path);
   assert_int_equal(write(fd, "not a trace file", 16), 16);
   close(fd);
-  assert_int_equal(zxs_profile_convert(path, "/tmp/zxs_profiler_bad_out", ZXS_FORMAT_TOP, error,
-                                       sizeof(error)),
-                   ZX_ERR_IO_DATA_INTEGRITY);
+  assert_int_equal(
+      zxs_profile_convert(path, "/tmp/zxs_profiler_bad_out", ZXS_FORMAT_TOP, error, sizeof(error)),
+      ZX_ERR_IO_DATA_INTEGRITY);
   assert_true(strlen(error) > 0);
   unlink(path);
   unlink("/tmp/zxs_profiler_bad_out");

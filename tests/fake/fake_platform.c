@@ -241,8 +241,8 @@ void zxs_prim_region_destroy(zxs_prim_region_t* region) {
   region->base = NULL;
 }
 
-zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset,
-                                         size_t len, void** out) {
+zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset, size_t len,
+                                         void** out) {
   (void)len;
   pthread_mutex_lock(&g_lock);
   g_regions[region->native].maps++;

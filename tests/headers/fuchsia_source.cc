@@ -46,13 +46,12 @@ int main() {
   if (status != ZX_OK) return fail("get_info", status);
   zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
   size_t actual = 0, avail = 0;
-  status = zx_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions), &actual,
-                              &avail);
+  status = zx_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions), &actual, &avail);
   if (status != ZX_OK) return fail("get_info regions", status);
   for (size_t i = 0; i < actual; i++) {
     zx_vaddr_t addr;
-    status = zx_vmar_map_iob(zx_vmar_root_self(), ZX_VM_PERM_READ, 0, iob,
-                             static_cast<uint32_t>(i), 0, regions[i].region.size, &addr);
+    status = zx_vmar_map_iob(zx_vmar_root_self(), ZX_VM_PERM_READ, 0, iob, static_cast<uint32_t>(i),
+                             0, regions[i].region.size, &addr);
     if (status != ZX_OK) return fail("map", status);
     zx_vmar_unmap(zx_vmar_root_self(), addr, regions[i].region.size);
   }

@@ -136,9 +136,9 @@ static void regions_one_per_online_cpu_page_rounded(void** state) {
   assert_int_equal(info.region_count, 3);
   assert_int_equal(info.options, 0);
   zx_iob_region_info_t regions[4];
-  assert_int_equal(zxs_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions),
-                                       &actual, &avail),
-                   ZX_OK);
+  assert_int_equal(
+      zxs_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions), &actual, &avail),
+      ZX_OK);
   assert_int_equal(actual, 3);
   assert_int_equal(avail, 3);
   for (size_t i = 0; i < 3; i++) {
@@ -147,9 +147,9 @@ static void regions_one_per_online_cpu_page_rounded(void** state) {
     assert_int_not_equal(regions[i].koid, ZX_KOID_INVALID);
   }
   // A buffer for one: actual 1, avail 3.
-  assert_int_equal(zxs_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions[0]),
-                                       &actual, &avail),
-                   ZX_OK);
+  assert_int_equal(
+      zxs_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions[0]), &actual, &avail),
+      ZX_OK);
   assert_int_equal(actual, 1);
   assert_int_equal(avail, 3);
   assert_int_equal(zxs_object_get_info(iob, ZX_INFO_IOB, &info, sizeof(info) - 1, NULL, NULL),
@@ -457,8 +457,7 @@ static void handles_duplicate_close_and_last_close(void** state) {
   assert_int_equal(zxs_handle_duplicate(iob, ZX_RIGHT_INSPECT, &weak), ZX_OK);
   zx_handle_t nope;
   assert_int_equal(zxs_handle_duplicate(weak, ZX_RIGHT_SAME_RIGHTS, &nope), ZX_ERR_ACCESS_DENIED);
-  assert_int_equal(zxs_handle_duplicate(iob, (zx_rights_t)1u << 30, &nope),
-                   ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_handle_duplicate(iob, (zx_rights_t)1u << 30, &nope), ZX_ERR_INVALID_ARGS);
   assert_int_equal(zxs_handle_duplicate(0x5555, ZX_RIGHT_SAME_RIGHTS, &nope), ZX_ERR_BAD_HANDLE);
   // Closing one handle keeps the session; the last close destroys it.
   assert_int_equal(zxs_handle_close(iob), ZX_OK);
@@ -500,9 +499,9 @@ static void map_argument_checks(void** state) {
                    ZX_ERR_OUT_OF_RANGE);
   assert_int_equal(zxs_vmar_map_iob(vmar, ZX_VM_PERM_READ, 0, iob, 0, 4096, 8192, &addr),
                    ZX_ERR_OUT_OF_RANGE);
-  assert_int_equal(zxs_vmar_map_iob(vmar, ZX_VM_PERM_READ, 0, iob, 0, UINT64_MAX - 4095, 4096,
-                                    &addr),
-                   ZX_ERR_OUT_OF_RANGE);
+  assert_int_equal(
+      zxs_vmar_map_iob(vmar, ZX_VM_PERM_READ, 0, iob, 0, UINT64_MAX - 4095, 4096, &addr),
+      ZX_ERR_OUT_OF_RANGE);
   assert_int_equal(zxs_vmar_map_iob(iob, ZX_VM_PERM_READ, 0, iob, 0, 0, 4096, &addr),
                    ZX_ERR_WRONG_TYPE);
   zx_handle_t no_map;

@@ -17,10 +17,10 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/ioctl.h>
