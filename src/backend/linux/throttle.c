@@ -6,7 +6,8 @@
 // a period near that cost leaves the thread no time of its own (measured: 10 us requested ran a
 // loop 36 times slower; a free-running event even killed its process, see source_perf.c).
 //
-// So we measure the cost once per process, on the thread that first arms a perf source: the same
+// So we measure the cost once per process, on the thread that first arms a perf source below
+// 1 ms (longer periods cannot livelock anything and skip it, sources.c): the same
 // busy loop with and without a counting-only task-clock event at 200 us, compared in the
 // thread's CPU time (preemption by other processes does not count), median of three pairs. (Not
 // at the 10 us minimum: there the loop would crawl at a few percent of its speed.) The perf
