@@ -1,0 +1,256 @@
+// interrupt_floor: what sampling costs a thread before any profiler code runs. Runs the same
+// workload as peer_workload (bench_work.h), each worker thread with its own interrupt source
+// armed on itself, in one of these modes:
+//
+//   none      no source: the baseline.
+//   count     a perf_event software task-clock event on the thread, sample_period = the period,
+//             exclude_kernel (as libzxsampler opens it) and NO O_ASYNC: on each overflow the
+//             kernel takes its hrtimer interrupt, runs the overflow path, finds nobody to notify
+//             and re-arms. This is the floor: the cost of the interrupt alone.
+//             Why not "O_ASYNC with the signal blocked": a blocked real-time signal is still
+//             generated and queued on every overflow (the queueing cost would be in the floor),
+//             and once RLIMIT_SIGPENDING is reached the kernel falls back to SIGIO, which kills
+//             the process (see src/backend/linux/source_perf.c).
+//   signal    count + O_ASYNC / F_SETSIG / F_OWNER_TID: every overflow sends a real-time signal
+//             to the thread, whose handler only counts it. Free-running (no re-arm).
+//   oneshot   signal, run the way libzxsampler runs it: the event is enabled for one overflow
+//             (PERF_EVENT_IOC_REFRESH 1) and the handler re-enables it with that ioctl, after a
+//             gettid() as the library's handler does. Everything the library's perf source does
+//             per sample except the walk and the write. Variants for the analysis in
+//             docs/PERFORMANCE.md: -r K enables K overflows per refresh (re-armed only on the
+//             K-th, POLL_HUP); -G leaves the gettid() out.
+//   timer     a POSIX timer on the thread's CPU-time clock (SIGEV_THREAD_ID) with an empty
+//             handler: the floor of the library's cputimer source (the scheduler tick that
+//             checks it runs whether or not a timer is armed).
+//
+//   interrupt_floor [-m MODE] [-p PERIOD_US] [-t THREADS] [-u UNITS] [-d DEPTH] [-n ITERS]
+//                   [-r K] [-G]
+//
+// Output, one line: interrupt_floor: mode=... period_us=... threads=... cpu_s=... wall_s=...
+// events=... expected=... (events: signals handled; in count mode, periods elapsed as read from
+// the counter, an upper bound on interrupts taken). Defaults: 3 threads, 10000 units of depth 12
+// (peer_workload defaults to 8000 units; compare_peers.sh passes the same -t/-u to both).
+#include "bench_work.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+typedef enum { MODE_NONE, MODE_COUNT, MODE_SIGNAL, MODE_ONESHOT, MODE_TIMER } mode_t_;
+
+static mode_t_ g_mode = MODE_NONE;
+static long long g_period_ns = 1000000;
+static int g_signal;
+static int g_refresh = 1;      // oneshot: overflows allowed per PERF_EVENT_IOC_REFRESH
+static bool g_gettid = true;   // oneshot: the library's gettid() check in the handler
+static _Atomic uint64_t g_events;
+
+typedef struct {
+  uint64_t units;
+  int depth;
+  uint64_t n;
+  uint64_t seed;
+  uint64_t result;
+  uint64_t periods;  // count mode: counter value / period
+  int failed;
+} job_t;
+
+static void on_signal(int sig, siginfo_t* info, void* uc) {
+  (void)sig;
+  (void)uc;
+  const int saved = errno;
+  atomic_fetch_add_explicit(&g_events, 1, memory_order_relaxed);
+  if (g_mode == MODE_ONESHOT && (info->si_code == POLL_IN || info->si_code == POLL_HUP)) {
+    if (g_gettid) {
+      (void)syscall(SYS_gettid);
+    }
+    // The kernel disables the event after the last allowed overflow and says so with POLL_HUP.
+    if (g_refresh == 1 || info->si_code == POLL_HUP) {
+      ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, g_refresh);
+    }
+  }
+  errno = saved;
+}
+
+static int open_event(pid_t tid) {
+  struct perf_event_attr attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.size = sizeof(attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.sample_period = (uint64_t)g_period_ns;
+  attr.disabled = 1;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) {
+    return -1;
+  }
+  if (g_mode == MODE_SIGNAL || g_mode == MODE_ONESHOT) {
+    struct f_owner_ex owner = {.type = F_OWNER_TID, .pid = tid};
+    int flags;
+    if (fcntl(fd, F_SETSIG, g_signal) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
+        (flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags | O_ASYNC) != 0) {
+      close(fd);
+      return -1;
+    }
+  }
+  int rc = g_mode == MODE_ONESHOT ? ioctl(fd, PERF_EVENT_IOC_REFRESH, g_refresh)
+                                  : ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  if (rc != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static void* run(void* arg) {
+  job_t* job = arg;
+  const pid_t tid = (pid_t)syscall(SYS_gettid);
+  int fd = -1;
+  timer_t timer;
+  bool have_timer = false;
+  if (g_mode == MODE_COUNT || g_mode == MODE_SIGNAL || g_mode == MODE_ONESHOT) {
+    fd = open_event(tid);
+    if (fd < 0) {
+      job->failed = errno != 0 ? errno : 1;
+      return NULL;
+    }
+  } else if (g_mode == MODE_TIMER) {
+    struct sigevent sev;
+    memset(&sev, 0, sizeof(sev));
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = g_signal;
+    sev._sigev_un._tid = tid;
+    clockid_t clock;
+    if (pthread_getcpuclockid(pthread_self(), &clock) != 0 ||
+        timer_create(clock, &sev, &timer) != 0) {
+      job->failed = errno != 0 ? errno : 1;
+      return NULL;
+    }
+    have_timer = true;
+    struct itimerspec its = {
+        .it_interval = {.tv_sec = g_period_ns / 1000000000, .tv_nsec = g_period_ns % 1000000000},
+        .it_value = {.tv_sec = g_period_ns / 1000000000, .tv_nsec = g_period_ns % 1000000000}};
+    timer_settime(timer, 0, &its, NULL);
+  }
+  job->result = bench_work(job->units, job->depth, job->n, job->seed);
+  if (fd >= 0) {
+    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+    uint64_t count = 0;
+    if (read(fd, &count, sizeof(count)) == (ssize_t)sizeof(count)) {
+      job->periods = count / (uint64_t)g_period_ns;
+    }
+    close(fd);
+  }
+  if (have_timer) {
+    timer_delete(timer);
+  }
+  return NULL;
+}
+
+static const char* const kModes[] = {"none", "count", "signal", "oneshot", "timer"};
+
+int main(int argc, char** argv) {
+  int threads = 3, depth = 12;
+  long long units = 10000, n = 20000, period_us = 1000;
+  int opt;
+  while ((opt = getopt(argc, argv, "m:p:t:u:d:n:r:G")) != -1) {
+    switch (opt) {
+      case 'm': {
+        bool found = false;
+        for (int i = 0; i < 5; i++) {
+          if (strcmp(optarg, kModes[i]) == 0) {
+            g_mode = (mode_t_)i;
+            found = true;
+          }
+        }
+        if (!found) {
+          fprintf(stderr, "interrupt_floor: unknown mode '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      }
+      case 'p':
+        period_us = atoll(optarg);
+        break;
+      case 't':
+        threads = atoi(optarg);
+        break;
+      case 'u':
+        units = atoll(optarg);
+        break;
+      case 'd':
+        depth = atoi(optarg);
+        break;
+      case 'n':
+        n = atoll(optarg);
+        break;
+      case 'r':
+        g_refresh = atoi(optarg);
+        break;
+      case 'G':
+        g_gettid = false;
+        break;
+      default:
+        fprintf(stderr,
+                "usage: interrupt_floor [-m none|count|signal|oneshot|timer] [-p PERIOD_US] "
+                "[-t THREADS] [-u UNITS] [-d DEPTH] [-n ITERS] [-r K] [-G]\n");
+        return 2;
+    }
+  }
+  if (threads < 1 || threads > 64 || units < 1 || depth < 0 || n < 1 || period_us < 10 ||
+      g_refresh < 1 || g_refresh > 64) {
+    fprintf(stderr, "interrupt_floor: bad arguments\n");
+    return 2;
+  }
+  g_period_ns = period_us * 1000;
+  g_signal = SIGRTMIN + 4;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(g_signal, &sa, NULL);
+
+  const double cpu0 = bench_process_cpu(), wall0 = bench_now(CLOCK_MONOTONIC);
+  job_t jobs[64];
+  pthread_t tids[64];
+  for (int i = 0; i < threads; i++) {
+    jobs[i] = (job_t){.units = (uint64_t)units, .depth = depth, .n = (uint64_t)n,
+                      .seed = (uint64_t)i * 7919u};
+    if (pthread_create(&tids[i], NULL, run, &jobs[i]) != 0) {
+      return 1;
+    }
+  }
+  uint64_t checksum = 0, periods = 0;
+  for (int i = 0; i < threads; i++) {
+    pthread_join(tids[i], NULL);
+    if (jobs[i].failed) {
+      fprintf(stderr, "interrupt_floor: mode %s: cannot arm the source: %s\n", kModes[g_mode],
+              strerror(jobs[i].failed));
+      return 1;
+    }
+    checksum ^= jobs[i].result;
+    periods += jobs[i].periods;
+  }
+  const double cpu = bench_process_cpu() - cpu0, wall = bench_now(CLOCK_MONOTONIC) - wall0;
+  const uint64_t events = g_mode == MODE_COUNT ? periods : atomic_load(&g_events);
+  const double expected = g_mode == MODE_NONE ? 0 : cpu * 1e9 / (double)g_period_ns;
+  printf("interrupt_floor: mode=%s period_us=%lld threads=%d refresh=%d gettid=%d cpu_s=%.4f "
+         "wall_s=%.4f events=%llu expected=%.0f maxrss_kb=%ld checksum=%016llx\n",
+         kModes[g_mode], period_us, threads, g_refresh, g_gettid ? 1 : 0, cpu, wall,
+         (unsigned long long)events, expected,
+         bench_max_rss_kb(), (unsigned long long)checksum);
+  return 0;
+}
