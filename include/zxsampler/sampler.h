@@ -60,6 +60,7 @@ ZXS_API bool zxs_sampler_compiled_in(void);
 //                         minimum; iob_out NULL.
 //   ZX_ERR_ALREADY_EXISTS a session exists (until the last handle to its IOBuffer is closed).
 //   ZX_ERR_NO_MEMORY      regions could not be allocated.
+//   ZX_ERR_NO_RESOURCES   the handle table is full.
 // The returned handle has the IOBuffer's default rights plus ZX_RIGHT_APPLY_PROFILE.
 ZXS_API zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
                                        const zx_sampler_config_t* config, size_t config_size,
@@ -82,7 +83,10 @@ ZXS_API zx_status_t zxs_sampler_attach(zx_handle_t iob, zx_handle_t thread);
 // Enables writes on every CPU and arms sampling of every attached thread. A restart after stop
 // continues where the last run left off (write positions are never reset).
 //   ZX_ERR_NOT_SUPPORTED, handle errors as for attach (iob needs ZX_RIGHT_APPLY_PROFILE),
-//   ZX_ERR_BAD_STATE when already running (nothing changes).
+//   ZX_ERR_BAD_STATE when already running (nothing changes). The first start installs the
+//   backend's interrupt handler, which can fail (Linux: ZX_ERR_NO_RESOURCES no free real-time
+//   signal; ZX_ERR_ALREADY_BOUND the ZXSAMPLER_SIGNAL chosen has the program's handler;
+//   ZX_ERR_INVALID_ARGS ZXSAMPLER_SIGNAL is not a usable signal); nothing changes then.
 ZXS_API zx_status_t zxs_sampler_start(zx_handle_t iob);
 
 // Stops sampling and returns only when no further byte will be written to any region

@@ -377,6 +377,10 @@ static bool blob_common(const zxs_fxt_large_blob_t* blob, uint16_t* category, ui
     return false;
   }
   // The size word is 64-bit; the record's 32-bit word count bounds the payload.
+  // Checked before rounding: WORDS() of a size near SIZE_MAX wraps to 0.
+  if ((uint64_t)blob->payload.size > (uint64_t)ZXS_FXT_MAX_LARGE_WORDS * 8u) {
+    return false;
+  }
   const uint64_t payload_words = WORDS((uint64_t)blob->payload.size);
   if (payload_words > ZXS_FXT_MAX_LARGE_WORDS) {
     return false;

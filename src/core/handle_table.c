@@ -56,8 +56,10 @@ static handle_entry_t* entry_of(zx_handle_t handle) {
 // Drops one reference; returns true when the object must be destroyed. Lock held.
 static bool unref_locked(zxs_object_t* obj) { return --obj->refs == 0; }
 
-zx_status_t zxs_handle_make(zxs_object_t* obj, zx_rights_t rights, zx_handle_t* out) {
-  pthread_mutex_lock(&g_lock);
+// Makes a handle; lock held. An object whose last handle is gone (while references keep it
+// in memory) gets no new one: it is being destroyed.
+static zx_status_t make_locked(zxs_object_t* obj, zx_rights_t rights, zx_handle_t* out) {
+  if (obj->handles == 0 && obj->refs != 0) return ZX_ERR_BAD_HANDLE;
   for (uint32_t n = 0; n < HANDLE_CAPACITY; n++) {
     uint32_t i = (g_free_hint + n) % HANDLE_CAPACITY;
     handle_entry_t* e = &g_entries[i];
@@ -69,13 +71,16 @@ zx_status_t zxs_handle_make(zxs_object_t* obj, zx_rights_t rights, zx_handle_t* 
     obj->refs++;
     g_free_hint = i + 1;
     *out = handle_value(i, e->gen);
-    pthread_mutex_unlock(&g_lock);
     return ZX_OK;
   }
-  bool destroy = obj->refs == 0;
-  pthread_mutex_unlock(&g_lock);
-  if (destroy) obj->ops->destroy(obj);
   return ZX_ERR_NO_RESOURCES;
+}
+
+zx_status_t zxs_handle_make(zxs_object_t* obj, zx_rights_t rights, zx_handle_t* out) {
+  pthread_mutex_lock(&g_lock);
+  zx_status_t status = make_locked(obj, rights, out);
+  pthread_mutex_unlock(&g_lock);
+  return status;
 }
 
 void zxs_handle_pin(zx_handle_t handle) {
@@ -156,19 +161,22 @@ bool zxs_handle_is_live(zx_handle_t handle) {
 zx_status_t zxs_handle_duplicate(zx_handle_t handle, zx_rights_t rights, zx_handle_t* out) {
   if (out == NULL) return ZX_ERR_INVALID_ARGS;
   *out = ZX_HANDLE_INVALID;
-  zxs_object_t* obj;
-  zx_rights_t held;
-  zx_status_t status = zxs_handle_get(handle, ZX_OBJ_TYPE_NONE, ZX_RIGHT_NONE, &obj, &held);
-  if (status != ZX_OK) return status;
-  if ((held & ZX_RIGHT_DUPLICATE) == 0) {
+  // Lookup and make under one lock hold: a last close in between must not be undone by the
+  // copy (the session would be torn down twice).
+  pthread_mutex_lock(&g_lock);
+  handle_entry_t* e = entry_of(handle);
+  zx_status_t status;
+  if (e == NULL) {
+    status = ZX_ERR_BAD_HANDLE;
+  } else if ((e->rights & ZX_RIGHT_DUPLICATE) == 0) {
     status = ZX_ERR_ACCESS_DENIED;
   } else if (rights == ZX_RIGHT_SAME_RIGHTS) {
-    status = zxs_handle_make(obj, held, out);
-  } else if ((rights & ~held) != 0) {
+    status = make_locked(e->obj, e->rights, out);
+  } else if ((rights & ~e->rights) != 0) {
     status = ZX_ERR_INVALID_ARGS;
   } else {
-    status = zxs_handle_make(obj, rights, out);
+    status = make_locked(e->obj, rights, out);
   }
-  zxs_object_release(obj);
+  pthread_mutex_unlock(&g_lock);
   return status;
 }

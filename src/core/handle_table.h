@@ -33,8 +33,9 @@ void zxs_object_init(zxs_object_t* obj, zx_obj_type_t type, zx_koid_t koid,
 // A new koid for objects that have no native one (IOBuffers, regions, resources).
 zx_koid_t zxs_koid_next(void);
 
-// Makes a handle to obj with `rights`. ZX_ERR_NO_RESOURCES when the table is full (the object
-// is then destroyed if nothing else refers to it).
+// Makes a handle to obj with `rights`. ZX_ERR_NO_RESOURCES when the table is full;
+// ZX_ERR_BAD_HANDLE when the object's last handle is already gone. On failure the object is
+// untouched: a caller that just made it still owns it and frees it.
 zx_status_t zxs_handle_make(zxs_object_t* obj, zx_rights_t rights, zx_handle_t* out);
 // Marks a handle as one that close leaves alone (zx_process_self, zx_thread_self, ...).
 void zxs_handle_pin(zx_handle_t handle);

@@ -97,7 +97,9 @@ static zx_status_t make_thread_handle(const zxs_prim_thread_t* thread, zx_handle
   zxs_object_init(&obj->base, ZX_OBJ_TYPE_THREAD, thread->koid, &g_thread_ops);
   obj->base.related_koid = zxs_prim_process_koid();
   obj->thread = *thread;
-  return zxs_handle_make(&obj->base, ZXS_THREAD_DEFAULT_RIGHTS, out);
+  zx_status_t status = zxs_handle_make(&obj->base, ZXS_THREAD_DEFAULT_RIGHTS, out);
+  if (status != ZX_OK) free(obj);
+  return status;
 }
 
 // The thread's own handle (Fuchsia's zx_thread_self() is a constant per thread).
@@ -151,8 +153,10 @@ zx_status_t zxs_debug_resource_get(zx_handle_t* out) {
   if (obj == NULL) return ZX_ERR_NO_MEMORY;
   zxs_object_init(&obj->base, ZX_OBJ_TYPE_RESOURCE, zxs_koid_next(), &g_resource_ops);
   obj->kind = ZXS_RESOURCE_KIND_DEBUG;
-  return zxs_handle_make(&obj->base, ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_INSPECT,
-                         out);
+  zx_status_t status = zxs_handle_make(
+      &obj->base, ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_INSPECT, out);
+  if (status != ZX_OK) free(obj);
+  return status;
 }
 
 // --- Misc -------------------------------------------------------------------------------------

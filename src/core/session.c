@@ -101,6 +101,10 @@ static void free_session_memory(zxs_session_t* s) {
 static void session_on_last_handle(zxs_object_t* obj) {
   zxs_session_t* s = (zxs_session_t*)obj;
   pthread_mutex_lock(&g_lock);
+  if (s->state == SESSION_DESTROYED) {  // torn down already (an orphan after fork, say)
+    pthread_mutex_unlock(&g_lock);
+    return;
+  }
   if (s->state == SESSION_RUNNING) stop_locked(s);
   for (zxs_thread_slot_t* slot = zxs_slot_next(s->gen, NULL); slot != NULL;
        slot = zxs_slot_next(s->gen, slot)) {
@@ -227,8 +231,9 @@ zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
 
   status = zxs_handle_make(&s->base, IOB_RIGHTS, iob_out);
   if (status != ZX_OK) {
-    // No handle was made, so no close will destroy it: do it here.
+    // No handle was made, so no close will tear it down and free it: do both here.
     session_on_last_handle(&s->base);
+    session_destroy(&s->base);
   }
   return status;
 }
@@ -265,9 +270,10 @@ zx_status_t zxs_sampler_attach(zx_handle_t iob, zx_handle_t thread) {
       status = zxs_prim_sampling_init();
       if (status == ZX_OK) status = arm_slot(s, slot);
       if (status != ZX_OK) {
-        // Nothing changes on failure: the thread is not left attached.
+        // Nothing changes on failure: the thread is not left attached. A thread that exited
+        // since the liveness check is BAD_STATE, as the contract says.
         detach_slot(s, slot);
-        status = ZX_ERR_NO_RESOURCES;
+        if (status != ZX_ERR_BAD_STATE) status = ZX_ERR_NO_RESOURCES;
       }
     }
   }
