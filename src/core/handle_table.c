@@ -151,6 +151,9 @@ void zxs_object_release(zxs_object_t* obj) {
   if (destroy) obj->ops->destroy(obj);
 }
 
+void zxs_handle_table_lock(void) { pthread_mutex_lock(&g_lock); }
+void zxs_handle_table_unlock(void) { pthread_mutex_unlock(&g_lock); }
+
 bool zxs_handle_is_live(zx_handle_t handle) {
   pthread_mutex_lock(&g_lock);
   bool live = entry_of(handle) != NULL;

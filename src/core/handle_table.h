@@ -49,6 +49,10 @@ zx_status_t zxs_handle_get(zx_handle_t handle, zx_obj_type_t type, zx_rights_t r
                            zxs_object_t** out, zx_rights_t* held_rights);
 void zxs_object_release(zxs_object_t* obj);
 
+// Held across fork (pthread_atfork), so the child never inherits it locked mid-update.
+void zxs_handle_table_lock(void);
+void zxs_handle_table_unlock(void);
+
 // Whether `handle` is live (for caches of constant handles).
 bool zxs_handle_is_live(zx_handle_t handle);
 

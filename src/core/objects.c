@@ -131,6 +131,16 @@ void zxs_thread_self_forget(zx_koid_t koid) {
   }
 }
 
+void zxs_objects_after_fork_child(void) {
+  // The forking thread's own handle named a thread of the parent: it goes, and the next
+  // zxs_thread_self() makes one for the child's thread.
+  if (t_self_handle != ZX_HANDLE_INVALID) zxs_handle_unpin_and_close(t_self_handle);
+  t_self_handle = ZX_HANDLE_INVALID;
+  t_self_koid = ZX_KOID_INVALID;
+  g_process.koid = zxs_prim_process_koid();
+  g_root_vmar.related_koid = g_process.koid;
+}
+
 zx_status_t zxs_thread_get(pthread_t thread, zx_handle_t* out) {
   if (out == NULL) return ZX_ERR_INVALID_ARGS;
   *out = ZX_HANDLE_INVALID;

@@ -29,4 +29,8 @@ zx_status_t zxs_sampler_check_enabled(void);
 // Forgets the calling thread's own handle (thread exit).
 void zxs_thread_self_forget(zx_koid_t koid);
 
+// In the child of a fork, with the handle table unlocked: the process is new (its koid), and
+// the forking thread's own handle named a thread of the parent (it is closed).
+void zxs_objects_after_fork_child(void);
+
 #endif  // ZXSAMPLER_SRC_CORE_OBJECTS_H_

@@ -104,6 +104,10 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period);
 // Disarms: after it returns the source fires no more. A handler already running may still be
 // in flight; the per-CPU protocol waits for it.
 void zxs_prim_source_disarm(zxs_thread_slot_t* slot);
+// In the child of a fork (one thread, a copy of the parent's memory): forgets every source
+// without touching what it shares with the parent (perf events are shared: closing the
+// child's descriptors must not disable them) and resets each slot's backend state.
+void zxs_prim_after_fork_child(void);
 // Changes the period of an armed source (throttling). [signal-safe] where the backend allows,
 // else returns ZX_ERR_NOT_SUPPORTED from signal context and the core keeps the old period.
 zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t period);

@@ -146,6 +146,53 @@ static void unlock_session(zxs_session_t* s) {
   zxs_object_release(&s->base);
 }
 
+// --- Fork -------------------------------------------------------------------------------------
+//
+// The child of a fork is a new process with one thread and a copy of the parent's memory: the
+// session, its sources and its regions (shared memory) are the parent's. The child forgets
+// them: the session becomes an orphan whose handles answer BAD_STATE and whose last close only
+// frees memory, the per-CPU states and slots are reset (a writer that was in flight on another
+// parent thread will never end here), and the backend drops its inherited descriptors without
+// touching the parent's events. The child can then create its own session.
+
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&g_lock);
+  zxs_handle_table_lock();
+}
+
+static void atfork_parent(void) {
+  zxs_handle_table_unlock();
+  pthread_mutex_unlock(&g_lock);
+}
+
+static void atfork_child(void) {
+  zxs_session_t* s = g_live;
+  g_live = NULL;
+  if (s != NULL) {
+    s->state = SESSION_DESTROYED;
+    // The child's own mappings and descriptors of the shared regions; the parent keeps its.
+    for (uint32_t i = 0; i < s->region_count; i++) zxs_prim_region_destroy(&s->regions[i]);
+  }
+  uint32_t count;
+  zxs_percpu_t* states = zxs_percpu_states(&count);
+  for (uint32_t cpu = 0; states != NULL && cpu < count; cpu++) {
+    atomic_store(&states[cpu].state, 0);
+    zxs_percpu_setup(&states[cpu], NULL, 0, 0);
+  }
+  for (uint32_t i = 0; i < ZXS_MAX_THREADS; i++) {
+    zxs_thread_slot_t* slot = zxs_core_slot(i);
+    if (atomic_load(&slot->state) != ZXS_SLOT_FREE) zxs_slot_free(slot);
+  }
+  zxs_prim_after_fork_child();
+  zxs_handle_table_unlock();
+  zxs_objects_after_fork_child();
+  pthread_mutex_unlock(&g_lock);
+}
+
+static void register_atfork(void) {
+  (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
 // --- Create -----------------------------------------------------------------------------------
 
 static zx_status_t check_debug_resource(zx_handle_t rsrc) {
@@ -211,6 +258,8 @@ zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
   if (iob_out != NULL) *iob_out = ZX_HANDLE_INVALID;
   zx_status_t status = zxs_sampler_check_enabled();
   if (status != ZX_OK) return status;
+  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+  pthread_once(&atfork_once, register_atfork);
   status = check_debug_resource(rsrc);
   if (status != ZX_OK) return status;
   if (options != 0) return ZX_ERR_INVALID_ARGS;

@@ -353,6 +353,8 @@ void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
   pthread_mutex_unlock(&g_lock);
 }
 
+void zxs_prim_after_fork_child(void) {}
+
 zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
   pthread_mutex_lock(&g_lock);
   fake_thread_t* t = thread_rec(slot->thread.koid);

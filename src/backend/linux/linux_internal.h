@@ -112,6 +112,9 @@ zx_status_t zxs_linux_perf_set_period(zxs_thread_slot_t* slot, zx_duration_t per
 void zxs_linux_perf_on_signal(int fd, const void* ucontext);
 // Opens a task-clock event on the calling thread routed to our signal and counted only (no
 // sample). -1 on failure. Used by calibration.
+// After fork, in the child: closes every inherited perf descriptor without disabling the event
+// (the parent's), and forgets the routes.
+void zxs_linux_perf_forget_all(void);
 int zxs_linux_perf_open_counting(zx_duration_t period);
 void zxs_linux_perf_close_counting(int fd);
 // Signals counted for counting events since the process started.

@@ -233,6 +233,15 @@ void zxs_linux_perf_on_signal(int fd, const void* ucontext) {
   rearm(fd, route);
 }
 
+void zxs_linux_perf_forget_all(void) {
+  for (int fd = 0; fd < ZXS_PERF_ROUTES; fd++) {
+    if (atomic_exchange_explicit(&g_routes[fd], 0, memory_order_relaxed) != 0) {
+      close(fd);  // the child's copy only: no DISABLE, the event is the parent's too
+    }
+    atomic_store_explicit(&g_route_users[fd], 0, memory_order_relaxed);
+  }
+}
+
 int zxs_linux_perf_open_counting(zx_duration_t period) {
   int fd = open_routed((pid_t)syscall(SYS_gettid), period, 0, 0, ROUTE_COUNTING);
   return fd >= 0 ? fd : -1;

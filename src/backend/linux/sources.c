@@ -164,3 +164,14 @@ zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t pe
   }
   return ZX_OK;
 }
+
+void zxs_prim_after_fork_child(void) {
+  // POSIX timers are not inherited; perf descriptors are, and share their event with the parent.
+  zxs_linux_perf_forget_all();
+  for (uint32_t i = 0; i < ZXS_MAX_THREADS; i++) {
+    zxs_linux_slot_t* st = zxs_linux_slot(zxs_core_slot(i));
+    atomic_store(&st->gen, 0);
+    atomic_store(&st->fd, -1);
+    atomic_store(&st->has_timer, false);
+  }
+}
