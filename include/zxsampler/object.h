@@ -31,7 +31,8 @@ ZXS_API zx_status_t zxs_handle_duplicate(zx_handle_t handle, zx_rights_t rights,
 //   ZX_INFO_IOB           an IOBuffer with ZX_RIGHT_INSPECT; one zx_info_iob_t.
 //   ZX_INFO_IOB_REGIONS   an IOBuffer with ZX_RIGHT_INSPECT; an array of zx_iob_region_info_t,
 //                         as many as fit; *actual = written, *avail = region count.
-// `actual` and `avail` may be NULL. Statuses: handle errors; ZX_ERR_NOT_SUPPORTED unknown topic;
+// `actual` and `avail` may be NULL. The topic is checked first (as on Fuchsia), then the handle.
+// Statuses: ZX_ERR_NOT_SUPPORTED unknown topic; handle errors;
 // ZX_ERR_BUFFER_TOO_SMALL buffer too small for a single-record topic; ZX_ERR_INVALID_ARGS
 // buffer NULL with a non-zero size.
 ZXS_API zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic,
@@ -45,7 +46,7 @@ ZXS_API zx_handle_t zxs_vmar_root_self(void);
 // read-only. `options` must ask for ZX_VM_PERM_READ and nothing else (ZX_VM_SPECIFIC is not
 // supported; `vmar_offset` must be 0). The mapping stays valid after the handle is closed and
 // after a new session is created, until zxs_vmar_unmap().
-//   vmar: handle errors (a VMAR); iob: handle errors (needs ZX_RIGHT_MAP).
+//   vmar: handle errors (a VMAR); iob: handle errors (needs ZX_RIGHT_MAP and ZX_RIGHT_READ).
 //   ZX_ERR_ACCESS_DENIED  write or execute permission asked for.
 //   ZX_ERR_INVALID_ARGS   region_len 0, offset or length not page-aligned, no read permission,
 //                         mapped_addr NULL, vmar_offset != 0, ZX_VM_SPECIFIC.
@@ -54,8 +55,10 @@ ZXS_API zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, s
                                      zx_handle_t iob, uint32_t region_index, uint64_t region_offset,
                                      size_t region_len, zx_vaddr_t* mapped_addr);
 
-// Unmaps what zxs_vmar_map_iob() mapped. ZX_ERR_INVALID_ARGS: address or length not
-// page-aligned or length 0. ZX_ERR_BAD_HANDLE / ZX_ERR_WRONG_TYPE: vmar.
+// Unmaps what zxs_vmar_map_iob() mapped. Like Fuchsia's zx_vmar_unmap() on the root VMAR, it
+// unmaps whatever the range holds: pass only ranges you mapped. ZX_ERR_INVALID_ARGS: address or
+// length not page-aligned or length 0. ZX_ERR_BAD_HANDLE / ZX_ERR_WRONG_TYPE: vmar.
+// ZX_ERR_NOT_FOUND: the backend knows of no mapping there (the fake backend checks).
 ZXS_API zx_status_t zxs_vmar_unmap(zx_handle_t vmar, zx_vaddr_t addr, size_t len);
 
 // The calling process (a constant handle that is never closed). Its koid is the pid on Linux.
