@@ -40,6 +40,8 @@ void zxs_linux_take_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const v
   regs.pc = (uintptr_t)uc->uc_mcontext.pc;
   regs.fp = (uintptr_t)uc->uc_mcontext.regs[29];
   regs.sp = (uintptr_t)uc->uc_mcontext.sp;
+#else
+#error "libzxsampler: no register extraction for this architecture (add it here)"
 #endif
   zxs_core_sample(slot, attach_gen, &regs);
 }
