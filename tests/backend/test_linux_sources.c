@@ -731,7 +731,10 @@ static void blocked_threads(const char* which) {
   close(w.pipe_fds[1]);
   assert_int_equal(w.sleep_rc, 0);
   assert_int_equal(w.read_rc, 1);
-  assert_int_equal(atomic_load(&g_samples[2]), 0);
+  // Blocked, it is never sampled; but between waking from nanosleep and blocking in read() it
+  // runs for a moment (longer under ASan on a loaded machine), which can earn a sample at the
+  // minimum period. 300 ms of sampling while running would give over 2000.
+  assert_true(atomic_load(&g_samples[2]) <= 2);
 }
 
 static void test_perf_blocked_threads(void** state) {
