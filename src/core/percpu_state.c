@@ -96,10 +96,11 @@ bool zxs_percpu_timer_set(zxs_percpu_t* cpu) {
     if ((old & ZXS_PERCPU_WRITES_ENABLED) == 0) {
       return false;
     }
-    // Relaxed: the mark only keeps shutdown waiting; whatever the timer's callback writes into a
-    // region goes through begin_write, which has its own acquire.
+    // Acquire on success, as begin_write: the callback uses state its owner set up before the
+    // enable (a release), and must see it. (Relaxed here was a race TSan caught: a callback's
+    // write was not ordered after the owner's reset of the callback's state.)
   } while (!atomic_compare_exchange_weak_explicit(&cpu->state, &old, old + ZXS_PERCPU_TIMER_ONE,
-                                                  memory_order_relaxed, memory_order_relaxed));
+                                                  memory_order_acquire, memory_order_relaxed));
   return true;
 }
 
