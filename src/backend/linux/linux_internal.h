@@ -27,6 +27,7 @@ typedef struct zxs_linux_slot {
   _Atomic int32_t fd;           // perf source: its file descriptor
   _Atomic bool has_timer;       // cputimer source: `timer` is live (timer ids start at 0)
   _Atomic(void*) timer;         // cputimer source: its timer_t
+  _Atomic uint64_t owner;       // pthread_t of the thread the source interrupts
 } zxs_linux_slot_t;
 
 _Static_assert(sizeof(zxs_linux_slot_t) <= sizeof(((zxs_thread_slot_t*)0)->backend),
@@ -61,6 +62,7 @@ static inline void zxs_linux_publish(zxs_thread_slot_t* slot, uint32_t gen) {
   atomic_store_explicit(&st->attach_gen,
                         atomic_load_explicit(&slot->attach_gen, memory_order_relaxed),
                         memory_order_relaxed);
+  atomic_store_explicit(&st->owner, slot->thread.native, memory_order_relaxed);
   atomic_store_explicit(&st->gen, gen, memory_order_release);
 }
 
@@ -72,13 +74,16 @@ static inline void zxs_linux_unpublish(zxs_thread_slot_t* slot) {
 }
 
 // [signal-safe] Seqlock reader: true when the source armed with generation `gen` is still the
-// slot's armed source, with the attach generation it was armed under.
-static inline bool zxs_linux_current(zxs_thread_slot_t* slot, uint32_t gen, uint32_t* attach_gen) {
+// slot's armed source, with the attach generation it was armed under and the pthread_t of the
+// thread it interrupts (`owner` may be NULL).
+static inline bool zxs_linux_current(zxs_thread_slot_t* slot, uint32_t gen, uint32_t* attach_gen,
+                                     uint64_t* owner) {
   zxs_linux_slot_t* st = zxs_linux_slot(slot);
   if (gen == 0 || atomic_load_explicit(&st->gen, memory_order_acquire) != gen) {
     return false;
   }
   *attach_gen = atomic_load_explicit(&st->attach_gen, memory_order_relaxed);
+  if (owner != NULL) *owner = atomic_load_explicit(&st->owner, memory_order_relaxed);
   atomic_thread_fence(memory_order_acquire);
   return atomic_load_explicit(&st->gen, memory_order_relaxed) == gen;
 }

@@ -138,7 +138,7 @@ void zxs_linux_cputimer_on_signal(union sigval value, int overrun, const void* u
   const uint32_t gen = atomic_load_explicit(&zxs_linux_slot(slot)->gen, memory_order_acquire);
   uint32_t attach_gen;
   if (((uintptr_t)gen & PAYLOAD_GEN_MASK) != ((payload >> PAYLOAD_GEN_SHIFT) & PAYLOAD_GEN_MASK) ||
-      !zxs_linux_current(slot, gen, &attach_gen)) {
+      !zxs_linux_current(slot, gen, &attach_gen, NULL)) {
     return;
   }
   if (overrun > 0) {
