@@ -102,7 +102,14 @@ typedef enum zxs_sample_source {
   ZXS_SOURCE_SAMPLER_THREAD,   // a sampler thread suspends targets (macOS)
   ZXS_SOURCE_KERNEL,           // the Fuchsia kernel's own sampler
   ZXS_SOURCE_FAKE,             // deterministic test backend
+  ZXS_SOURCE_PERF_RING,   // Linux perf_event task-clock; the kernel walks the frame pointers
+                               // into a ring buffer that a thread of the library drains (no signal)
 } zxs_sample_source_t;
+
+// The source's short name, as ZXSAMPLER_SOURCE takes it on Linux: "perf-ring", "perf",
+// "cputimer"; elsewhere "sampler-thread", "kernel", "fake"; "none"; "unknown" for any other
+// value. A static string. Async-signal-safe.
+ZXS_API const char* zxs_sample_source_name(zxs_sample_source_t source);
 
 // Counters of a session, summed over CPUs and threads since create.
 typedef struct zxs_sampler_stats {

@@ -13,16 +13,26 @@
 #define ZXS_NO_SANITIZE_STACK_READS
 #endif
 
+// Where the stack's bytes are read from: the stack itself (base 0, delta 0), or a copy of
+// [base, base + len) (read at copy + (address - base)).
+typedef struct stack_view {
+  uintptr_t base;
+  uintptr_t end;  // one past the last readable byte
+  uintptr_t copy;
+} stack_view_t;
+
+static void set_truncated(bool* truncated) {
+  if (truncated != NULL) *truncated = true;
+}
+
 ZXS_NO_SANITIZE_STACK_READS
-size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi, uint64_t* pcs,
-                      size_t max, bool* truncated) {
+static size_t walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi,
+                   const stack_view_t* view, uint64_t* pcs, size_t max, bool* truncated) {
   if (truncated != NULL) {
     *truncated = false;
   }
   if (max == 0) {
-    if (truncated != NULL) {
-      *truncated = true;  // not even the PC fit
-    }
+    set_truncated(truncated);  // not even the PC fit
     return 0;
   }
   pcs[0] = regs->pc;
@@ -43,16 +53,20 @@ size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stac
     if (fp < lo || fp > last || (fp & 7u) != 0 || fp <= prev) {
       break;
     }
-    const uintptr_t* record = (const uintptr_t*)fp;  // validated: [fp, fp + 16) is in bounds
+    if (fp < view->base || fp > view->end || view->end - fp < 16) {
+      set_truncated(truncated);  // a valid frame the copy does not reach
+      break;
+    }
+    // Validated: [fp, fp + 16) is in bounds and in the view, and 8-aligned there (fp is, and
+    // a copy's base and copy are).
+    const uintptr_t* record = (const uintptr_t*)(fp - view->base + view->copy);
     const uintptr_t next_fp = record[0];
     const uintptr_t ret = record[1];
     if (ret == 0) {
       break;  // the outermost frame (e.g. a thread's entry) ends the chain
     }
     if (n == max) {
-      if (truncated != NULL) {
-        *truncated = true;
-      }
+      set_truncated(truncated);
       break;
     }
     pcs[n++] = ret;
@@ -60,4 +74,21 @@ size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stac
     fp = next_fp;
   }
   return n;
+}
+
+size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi, uint64_t* pcs,
+                      size_t max, bool* truncated) {
+  const stack_view_t direct = {.base = 0, .end = UINTPTR_MAX, .copy = 0};
+  return walk(regs, stack_lo, stack_hi, &direct, pcs, max, truncated);
+}
+
+size_t zxs_frame_walk_copy(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi,
+                           const void* copy, size_t copy_len, uint64_t* pcs, size_t max,
+                           bool* truncated) {
+  // Records are read as aligned words: with sp or the copy unaligned, the PC alone.
+  const bool aligned = (regs->sp & 7u) == 0 && ((uintptr_t)copy & 7u) == 0;
+  const size_t len = aligned ? copy_len : 0;
+  const uintptr_t end = len <= UINTPTR_MAX - regs->sp ? regs->sp + len : UINTPTR_MAX;
+  const stack_view_t view = {.base = regs->sp, .end = end, .copy = (uintptr_t)copy};
+  return walk(regs, stack_lo, stack_hi, &view, pcs, max, truncated);
 }

@@ -98,6 +98,11 @@ void zxs_prim_unwatch_thread_exit(zx_koid_t koid);
 
 // Once per process, before the first arm: installs handlers. Idempotent.
 zx_status_t zxs_prim_sampling_init(void);
+// Writes every sample the backend holds but has not written yet (a source whose samples the
+// kernel buffers, drained by a thread of the backend's) into the regions. Stop calls it before
+// it disables writes, so nothing taken before stop is lost. Nothing to do for sources that write
+// from the interrupted thread.
+void zxs_prim_sampling_flush(void);
 // Arms the slot's source (the slot holds the thread and the backend's source state).
 // Sets slot->source_kind. ZX_ERR_NO_RESOURCES when no source could be created.
 zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period);

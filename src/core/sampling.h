@@ -52,6 +52,19 @@ struct zxs_thread_slot {
 // from `regs` within the slot's stack bounds and writes one record. Never faults, never blocks.
 void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs_t* regs);
 
+// [signal-safe] Takes one sample from a copy of the thread's context made elsewhere (the kernel
+// copied the registers and the top of the stack into a buffer, and a thread of the backend's
+// collected it): as zxs_core_sample, but into `cpu`'s region, timestamped `ticks`, walking
+// `stack`, which holds the `stack_len` bytes that were at [regs->sp, regs->sp + stack_len).
+// A walk that leaves the copy while the stack goes on counts as truncated.
+void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
+                          uint64_t ticks, const zxs_regs_t* regs, const void* stack,
+                          size_t stack_len);
+
+// Counts `n` samples the backend's source took on `cpu` but lost before they reached a region
+// (a kernel buffer overflowed) as dropped_other, while writes are enabled. [signal-safe]
+void zxs_core_count_dropped(uint32_t cpu, uint64_t n);
+
 // [signal-safe] The slot at `index`, or NULL when out of range. Backends keep the index in
 // their signal's payload (si_value) and look the slot up with this.
 zxs_thread_slot_t* zxs_core_slot(uint32_t index);

@@ -86,6 +86,7 @@ static void disarm_all(void* ctx) {
 static void stop_locked(zxs_session_t* s) {
   uint32_t count;
   zxs_percpu_t* states = zxs_percpu_states(&count);
+  zxs_prim_sampling_flush();  // samples the kernel still buffers were taken before stop
   zxs_percpu_shutdown(states, count, disarm_all, s);
   s->state = SESSION_CONFIGURED;
 }

@@ -1,3 +1,4 @@
+#include <zxsampler/sampler.h>
 #include <zxsampler/types.h>
 
 const char* zxs_status_string(zx_status_t status) {
@@ -37,4 +38,24 @@ const char* zxs_status_string(zx_status_t status) {
     default:
       return "(unknown)";
   }
+}
+
+const char* zxs_sample_source_name(zxs_sample_source_t source) {
+  switch (source) {
+    case ZXS_SOURCE_NONE:
+      return "none";
+    case ZXS_SOURCE_PERF_TASK_CLOCK:
+      return "perf";
+    case ZXS_SOURCE_CPU_CLOCK_TIMER:
+      return "cputimer";
+    case ZXS_SOURCE_SAMPLER_THREAD:
+      return "sampler-thread";
+    case ZXS_SOURCE_KERNEL:
+      return "kernel";
+    case ZXS_SOURCE_FAKE:
+      return "fake";
+    case ZXS_SOURCE_PERF_RING:
+      return "perf-ring";
+  }
+  return "unknown";
 }

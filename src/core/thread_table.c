@@ -108,39 +108,83 @@ void zxs_core_count_throttled(zxs_thread_slot_t* slot) {
   atomic_fetch_add_explicit(&slot->throttled, 1, memory_order_relaxed);
 }
 
-void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs_t* regs) {
-  zxs_percpu_t* states = atomic_load_explicit(&g_percpu, memory_order_acquire);
-  uint32_t cpu = zxs_prim_current_cpu();
-  if (states == NULL || cpu >= g_percpu_count) return;
-  zxs_percpu_t* state = &states[cpu];
-  // Everything below runs as a pending write, so stop (and the slot reuse that may follow it)
-  // waits for it. The thread may migrate meanwhile: it ends on the state it began on.
-  if (!zxs_percpu_begin_write(state)) return;
+// What the sampling path reads of a slot, copied under the seqlock.
+typedef struct slot_snapshot {
+  zx_koid_t koid;
+  zx_koid_t pid;
+  uintptr_t stack_lo;
+  uintptr_t stack_hi;
+  uint32_t session_gen;
+} slot_snapshot_t;
 
-  // Seqlock reader over the slot's fields.
+// [signal-safe] Seqlock reader: false when the slot is no longer the attachment `attach_gen`.
+// The caller holds a pending write, so the slot cannot be reused under it after this returns.
+static bool read_slot(zxs_thread_slot_t* slot, uint32_t attach_gen, slot_snapshot_t* out) {
   if (atomic_load_explicit(&slot->state, memory_order_acquire) != ZXS_SLOT_ATTACHED ||
       atomic_load_explicit(&slot->attach_gen, memory_order_acquire) != attach_gen) {
-    zxs_percpu_end_write(state);
-    return;
+    return false;
   }
-  const zx_koid_t koid = atomic_load_explicit(&slot->koid, memory_order_relaxed);
-  const zx_koid_t pid = atomic_load_explicit(&slot->process_koid, memory_order_relaxed);
-  const uintptr_t lo = atomic_load_explicit(&slot->stack_lo, memory_order_relaxed);
-  const uintptr_t hi = atomic_load_explicit(&slot->stack_hi, memory_order_relaxed);
-  const uint32_t session_gen = atomic_load_explicit(&slot->session_gen, memory_order_relaxed);
+  out->koid = atomic_load_explicit(&slot->koid, memory_order_relaxed);
+  out->pid = atomic_load_explicit(&slot->process_koid, memory_order_relaxed);
+  out->stack_lo = atomic_load_explicit(&slot->stack_lo, memory_order_relaxed);
+  out->stack_hi = atomic_load_explicit(&slot->stack_hi, memory_order_relaxed);
+  out->session_gen = atomic_load_explicit(&slot->session_gen, memory_order_relaxed);
   atomic_thread_fence(memory_order_acquire);
-  if (atomic_load_explicit(&slot->attach_gen, memory_order_relaxed) != attach_gen) {
+  return atomic_load_explicit(&slot->attach_gen, memory_order_relaxed) == attach_gen;
+}
+
+static zxs_percpu_t* percpu_of(uint32_t cpu) {
+  zxs_percpu_t* states = atomic_load_explicit(&g_percpu, memory_order_acquire);
+  return states != NULL && cpu < g_percpu_count ? &states[cpu] : NULL;
+}
+
+void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs_t* regs) {
+  zxs_percpu_t* state = percpu_of(zxs_prim_current_cpu());
+  // Everything below runs as a pending write, so stop (and the slot reuse that may follow it)
+  // waits for it. The thread may migrate meanwhile: it ends on the state it began on.
+  if (state == NULL || !zxs_percpu_begin_write(state)) return;
+  slot_snapshot_t snap;
+  if (!read_slot(slot, attach_gen, &snap)) {
     zxs_percpu_end_write(state);
     return;
   }
-
   uint64_t pcs[ZX_SAMPLER_MAX_FRAMES];
   bool truncated = false;
-  size_t n = zxs_frame_walk(regs, lo, hi, pcs, ZX_SAMPLER_MAX_FRAMES, &truncated);
+  size_t n = zxs_frame_walk(regs, snap.stack_lo, snap.stack_hi, pcs, ZX_SAMPLER_MAX_FRAMES,
+                            &truncated);
   zxs_write_result_t result =
-      zxs_sample_write(state, session_gen, zxs_prim_ticks(), pid, koid, pcs, n);
+      zxs_sample_write(state, snap.session_gen, zxs_prim_ticks(), snap.pid, snap.koid, pcs, n);
   zxs_percpu_end_write(state);
   if (result == ZXS_WRITE_OK && truncated) {
     atomic_fetch_add_explicit(&slot->walks_truncated, 1, memory_order_relaxed);
   }
+}
+
+void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
+                          uint64_t ticks, const zxs_regs_t* regs, const void* stack,
+                          size_t stack_len) {
+  zxs_percpu_t* state = percpu_of(cpu);
+  if (state == NULL || !zxs_percpu_begin_write(state)) return;
+  slot_snapshot_t snap;
+  if (!read_slot(slot, attach_gen, &snap)) {
+    zxs_percpu_end_write(state);
+    return;
+  }
+  uint64_t pcs[ZX_SAMPLER_MAX_FRAMES];
+  bool truncated = false;
+  size_t n = zxs_frame_walk_copy(regs, snap.stack_lo, snap.stack_hi, stack, stack_len, pcs,
+                                 ZX_SAMPLER_MAX_FRAMES, &truncated);
+  zxs_write_result_t result =
+      zxs_sample_write(state, snap.session_gen, ticks, snap.pid, snap.koid, pcs, n);
+  zxs_percpu_end_write(state);
+  if (result == ZXS_WRITE_OK && truncated) {
+    atomic_fetch_add_explicit(&slot->walks_truncated, 1, memory_order_relaxed);
+  }
+}
+
+void zxs_core_count_dropped(uint32_t cpu, uint64_t n) {
+  zxs_percpu_t* state = percpu_of(cpu);
+  if (state == NULL || !zxs_percpu_begin_write(state)) return;
+  atomic_fetch_add_explicit(&state->dropped_other, n, memory_order_relaxed);
+  zxs_percpu_end_write(state);
 }

@@ -221,6 +221,43 @@ static void test_degenerate_bounds(void** state) {
 // pointer; the walk must find those return addresses in order. noinline and work after each
 // call keep the frames real (no inlining, no tail calls).
 
+// The walk over a copy of the stack (perf-ring): the same frames as over the stack itself while
+// the copy reaches them; a valid frame beyond the copy ends the walk as truncated; garbage in
+// the copy ends it as garbage on the stack does.
+static void test_walk_over_a_copy(void** state) {
+  (void)state;
+  const uintptr_t sp = g_lo + 64;
+  chain(g_lo + 128, 96, 8);  // frames at +128 .. +800
+  static _Alignas(16) uint8_t copy[4096];
+  const size_t len = g_hi - sp;
+  memcpy(copy, (const void*)sp, len);
+  memset((void*)g_lo, 0, g_page);  // the walk must read the copy, not the stack
+  zxs_regs_t regs = {.pc = 0xABC0, .fp = g_lo + 128, .sp = sp};
+  uint64_t pcs[64];
+  bool truncated = true;
+  size_t n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, len, pcs, 64, &truncated);
+  assert_int_equal(n, 9);
+  for (int i = 0; i < 8; i++) assert_int_equal(pcs[1 + i], ret_of(i));
+  assert_false(truncated);
+  // A copy that ends inside the fourth record: three frames, truncated.
+  n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, (128 + 3 * 96 + 8) - 64, pcs, 64, &truncated);
+  assert_int_equal(n, 4);
+  assert_true(truncated);
+  // No copy at all: the PC alone, truncated (the first frame was valid).
+  n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, 0, pcs, 64, &truncated);
+  assert_int_equal(n, 1);
+  assert_true(truncated);
+  // Garbage in the copy: the second record points below the first.
+  uintptr_t* second = (uintptr_t*)(void*)(copy + (128 + 96) - 64);
+  second[0] = g_lo + 100;
+  n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, len, pcs, 64, &truncated);
+  assert_int_equal(n, 3);
+  assert_false(truncated);
+  // An unaligned stack pointer: records cannot be read aligned, the PC alone.
+  regs.sp = sp + 4;
+  assert_int_equal(zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, len, pcs, 64, NULL), 1);
+}
+
 static volatile int g_sink;
 static uintptr_t g_top;  // frame of the test function: the walk's upper bound
 
@@ -270,6 +307,7 @@ static void test_real_stack(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_normal_chain, setup),
+      cmocka_unit_test_setup(test_walk_over_a_copy, setup),
       cmocka_unit_test_setup(test_stops_at_64_truncated, setup),
       cmocka_unit_test_setup(test_fp_outside_bounds, setup),
       cmocka_unit_test_setup(test_fp_below_sp, setup),
