@@ -41,19 +41,6 @@ static inline void bench_check(const char* what, zx_status_t status) {
   }
 }
 
-static inline const char* bench_source_name(zxs_sample_source_t source) {
-  switch (source) {
-    case ZXS_SOURCE_PERF_TASK_CLOCK:
-      return "perf";
-    case ZXS_SOURCE_CPU_CLOCK_TIMER:
-      return "cputimer";
-    case ZXS_SOURCE_NONE:
-      return "none";
-    default:
-      return "other";
-  }
-}
-
 // Creates a session with `buffer_size` bytes per CPU and attaches `count` threads.
 static inline zx_handle_t bench_session(zx_duration_t period, size_t buffer_size, const pthread_t* threads,
                                  size_t count) {

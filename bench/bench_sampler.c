@@ -713,7 +713,7 @@ static void partB(bool raw) {
       if (st.source != (strcmp(cf->source, "perf") == 0 ? ZXS_SOURCE_PERF_TASK_CLOCK
                                                         : ZXS_SOURCE_CPU_CLOCK_TIMER)) {
         fprintf(stderr, "bench_sampler: asked for %s, got %s\n", cf->source,
-                bench_source_name(st.source));
+                zxs_sample_source_name(st.source));
       }
       prev_cpu = next_cpu;
       prev_wall = next_wall;

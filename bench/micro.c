@@ -329,7 +329,7 @@ static void stop_latency(void) {
     bench_check("zxs_sampler_get_stats", zxs_sampler_get_stats(iob, &st));
     zxs_handle_close(iob);
     printf("| %s | %.1f ms | %.0f us | %.0f us | %.0f us | %.0f us | %.0f us | %.0f us | %.1f |\n",
-           bench_source_name(st.source), first_ms, bench_median(stop_us, (size_t)g_repeats),
+           zxs_sample_source_name(st.source), first_ms, bench_median(stop_us, (size_t)g_repeats),
            bench_quantile(stop_us, (size_t)g_repeats, 0.9),
            bench_quantile(stop_us, (size_t)g_repeats, 1.0), bench_median(start_us, (size_t)g_repeats),
            bench_quantile(start_us, (size_t)g_repeats, 0.9),

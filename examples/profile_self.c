@@ -97,17 +97,6 @@ static int check(const char* what, zx_status_t status) {
   return 0;
 }
 
-static const char* source_name(zxs_sample_source_t source) {
-  switch (source) {
-    case ZXS_SOURCE_PERF_TASK_CLOCK:
-      return "perf_event task-clock";
-    case ZXS_SOURCE_CPU_CLOCK_TIMER:
-      return "thread CPU-clock timer";
-    default:
-      return "other";
-  }
-}
-
 int main(int argc, char** argv) {
   double seconds = argc > 1 ? atof(argv[1]) : 2.0;
   long period_us = argc > 2 ? atol(argv[2]) : 1000;
@@ -169,7 +158,7 @@ int main(int argc, char** argv) {
 
   printf(
       "libzxsampler: %d threads for %.1f s, period %ld us, source %s (effective period %lld us)\n",
-      WORKERS, seconds, period_us, source_name(stats.source),
+      WORKERS, seconds, period_us, zxs_sample_source_name(stats.source),
       (long long)(stats.effective_period / 1000));
   printf(
       "samples: %llu written, %llu lost to full regions, %llu truncated walks, %llu throttled, "

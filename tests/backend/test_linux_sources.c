@@ -1,7 +1,7 @@
 // The Linux backend against the real kernel, without the core's session code: this file stands
 // in for the core (zxs_core_sample and friends count what reaches them) and drives the zxs_prim_*
 // calls directly. Sources are exercised on the calling thread and on other threads, busy and
-// blocked; both sources are covered (ZXSAMPLER_SOURCE forces one per test).
+// blocked; every source is covered (ZXSAMPLER_SOURCE forces one per test).
 //
 // Assertions are about behaviour: who got sampled, that blocked threads were left alone, that
 // nothing leaks and nothing arrives after disarm. Counts are compared with generous bounds; no
@@ -46,6 +46,8 @@ static _Atomic uint64_t g_samples[NSLOTS];       // per slot
 static _Atomic uint64_t g_wrong_thread[NSLOTS];  // sampled on a thread that is not the slot's
 static _Atomic uint64_t g_bad_regs[NSLOTS];      // pc 0 or sp outside the slot's stack
 static _Atomic uint64_t g_wrong_attach_gen[NSLOTS];
+static _Atomic uint64_t g_in_marker[NSLOTS];     // perf-ring: stacks through marker_spin
+static _Atomic uint64_t g_dropped;               // zxs_core_count_dropped, all CPUs
 static _Atomic uint64_t g_exited_calls;
 static _Atomic zx_koid_t g_exited_koid;
 
@@ -67,6 +69,48 @@ void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_reg
     atomic_fetch_add(&g_wrong_attach_gen[i], 1);
   }
   errno = EDOM;  // the backend must hide this from the interrupted code
+}
+
+// The kernel copied the registers and the stack: walk the copy as the core does, and check.
+static void marker_spin(int64_t ns);
+
+void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
+                          uint64_t ticks, const zxs_regs_t* regs, const void* stack,
+                          size_t stack_len) {
+  const uint32_t i = slot->index;
+  atomic_fetch_add(&g_samples[i], 1);
+  uint64_t pcs[ZX_SAMPLER_MAX_FRAMES];
+  const size_t n = zxs_frame_walk_copy(regs, atomic_load(&slot->stack_lo),
+                                       atomic_load(&slot->stack_hi), stack, stack_len, pcs,
+                                       ZX_SAMPLER_MAX_FRAMES, NULL);
+  if (regs->sp < atomic_load(&slot->stack_lo) || regs->sp >= atomic_load(&slot->stack_hi)) {
+    atomic_fetch_add(&g_bad_regs[i], 1);
+  }
+  zxs_prim_caps_t caps;
+  zxs_prim_get_caps(&caps);
+  const uint64_t now = zxs_prim_ticks();
+  bool bad = n == 0 || n > ZX_SAMPLER_MAX_FRAMES || cpu >= caps.cpu_number_limit ||
+             ticks > now || now - ticks > 10000000000u;
+  for (size_t k = 0; k < n; k++) bad |= pcs[k] == 0;
+  if (bad) {
+    atomic_fetch_add(&g_bad_regs[i], 1);
+  }
+  if (attach_gen != atomic_load(&slot->attach_gen)) {
+    atomic_fetch_add(&g_wrong_attach_gen[i], 1);
+  }
+  // The function's first 512 bytes: the spin loop is short and sits near its entry.
+  const uintptr_t lo = (uintptr_t)marker_spin, hi = lo + 512;
+  for (size_t k = 0; k < n; k++) {
+    if (pcs[k] >= lo && pcs[k] < hi) {
+      atomic_fetch_add(&g_in_marker[i], 1);
+      break;
+    }
+  }
+}
+
+void zxs_core_count_dropped(uint32_t cpu, uint64_t n) {
+  (void)cpu;
+  atomic_fetch_add(&g_dropped, n);
 }
 
 void zxs_core_count_overruns(zxs_thread_slot_t* slot, uint64_t n) {
@@ -105,7 +149,9 @@ static zxs_thread_slot_t* attach(uint32_t i, const zxs_prim_thread_t* thread) {
 }
 
 static void reset_counts(void) {
+  atomic_store(&g_dropped, 0);
   for (uint32_t i = 0; i < NSLOTS; i++) {
+    atomic_store(&g_in_marker[i], 0);
     atomic_store(&g_samples[i], 0);
     atomic_store(&g_wrong_thread[i], 0);
     atomic_store(&g_bad_regs[i], 0);
@@ -188,6 +234,16 @@ static int count_timers(void) {
   return n;
 }
 
+// Mappings of this process (lines of /proc/self/maps).
+static int count_maps(void) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  assert_non_null(f);
+  int n = 0;
+  for (int c; (c = fgetc(f)) != EOF;) n += c == '\n';
+  fclose(f);
+  return n;
+}
+
 // Real-time signals queued for this user (SigQ in /proc/self/status).
 static long queued_signals(void) {
   FILE* f = fopen("/proc/self/status", "r");
@@ -232,11 +288,15 @@ static bool use_source(const char* which) {
   if (strcmp(which, "perf") == 0 && !zxs_linux_perf_available()) {
     return false;
   }
+  if (strcmp(which, "perf-ring") == 0 && !zxs_linux_ring_available()) {
+    return false;
+  }
   assert_int_equal(zxs_prim_sampling_init(), ZX_OK);
   return true;
 }
 
 static int expected_kind(const char* which) {
+  if (strcmp(which, "perf-ring") == 0) return ZXS_SOURCE_PERF_RING;
   return strcmp(which, "perf") == 0 ? ZXS_SOURCE_PERF_TASK_CLOCK : ZXS_SOURCE_CPU_CLOCK_TIMER;
 }
 
@@ -631,6 +691,11 @@ static void test_perf_samples_self(void** state) {
   samples_self("perf");
 }
 
+static void test_ring_samples_self(void** state) {
+  (void)state;
+  samples_self("perf-ring");
+}
+
 static void test_cputimer_samples_self(void** state) {
   (void)state;
   samples_self("cputimer");
@@ -692,6 +757,11 @@ static void test_perf_samples_other_thread(void** state) {
   samples_other("perf");
 }
 
+static void test_ring_samples_other_thread(void** state) {
+  (void)state;
+  samples_other("perf-ring");
+}
+
 static void test_cputimer_samples_other_thread(void** state) {
   (void)state;
   samples_other("cputimer");
@@ -742,6 +812,11 @@ static void test_perf_blocked_threads(void** state) {
   blocked_threads("perf");
 }
 
+static void test_ring_blocked_threads(void** state) {
+  (void)state;
+  blocked_threads("perf-ring");
+}
+
 static void test_cputimer_blocked_threads(void** state) {
   (void)state;
   blocked_threads("cputimer");
@@ -757,6 +832,7 @@ static void no_leaks(const char* which) {
   zxs_prim_source_disarm(self);
   const int fds = count_dir("/proc/self/fd");
   const int timers = count_timers();
+  const int maps = count_maps();
   worker_t w = {.busy_ns = 50000000};
   assert_int_equal(pthread_create(&w.thread, NULL, busy_worker, &w), 0);
   zxs_thread_slot_t* other = attach_worker(1, &w);
@@ -775,6 +851,7 @@ static void no_leaks(const char* which) {
   }
   assert_int_equal(count_dir("/proc/self/fd"), fds);
   assert_int_equal(count_timers(), timers);
+  assert_int_equal(count_maps(), maps);  // perf-ring's rings are unmapped
   wait_for(&w.done, 1);
   atomic_store(&w.step, 2);
   assert_int_equal(pthread_join(w.thread, NULL), 0);
@@ -785,6 +862,11 @@ static void no_leaks(const char* which) {
 static void test_perf_no_leaks(void** state) {
   (void)state;
   no_leaks("perf");
+}
+
+static void test_ring_no_leaks(void** state) {
+  (void)state;
+  no_leaks("perf-ring");
 }
 
 static void test_cputimer_no_leaks(void** state) {
@@ -989,8 +1071,14 @@ static void test_perf_fd_beyond_routes(void** state) {
   zxs_thread_slot_t* slot = attach_self(0);
   unsetenv("ZXSAMPLER_SOURCE");
   assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_OK);
-  assert_int_equal(atomic_load(&slot->source_kind), ZXS_SOURCE_CPU_CLOCK_TIMER);
-  assert_int_equal(atomic_load(&slot->source_failures), 1);
+  if (zxs_linux_ring_available()) {
+    // Auto prefers the kernel's walk, which needs no route.
+    assert_int_equal(atomic_load(&slot->source_kind), ZXS_SOURCE_PERF_RING);
+    assert_int_equal(atomic_load(&slot->source_failures), 0);
+  } else {
+    assert_int_equal(atomic_load(&slot->source_kind), ZXS_SOURCE_CPU_CLOCK_TIMER);
+    assert_int_equal(atomic_load(&slot->source_failures), 1);
+  }
   zxs_prim_source_disarm(slot);
   setenv("ZXSAMPLER_SOURCE", "perf", 1);
   assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_ERR_NO_RESOURCES);
@@ -1117,9 +1205,122 @@ static void test_perf_dead_thread(void** state) {
   dead_thread("perf");
 }
 
+static void test_ring_dead_thread(void** state) {
+  (void)state;
+  dead_thread("perf-ring");
+}
+
 static void test_cputimer_dead_thread(void** state) {
   (void)state;
   dead_thread("cputimer");
+}
+
+// --- perf-ring: what the kernel's walk and the collector add ------------------------------
+
+// Not a tail call (the asm after it), so marker_spin stays on the stack while busy() runs.
+static void marker_spin(int64_t ns) {
+  busy(ns);
+  __asm__ volatile("" ::: "memory");
+}
+// Called only through this pointer, so no clone or inlined copy runs instead of marker_spin.
+static void (*volatile g_marker_spin)(int64_t) = marker_spin;
+
+// The kernel walks the frame pointers: samples of a thread spinning in marker_spin have it on
+// their stack (so more frames than the PC alone), and no PC is 0.
+static void test_ring_stack(void** state) {
+  (void)state;
+  if (!use_source("perf-ring")) {
+    skip();
+  }
+  zxs_thread_slot_t* slot = attach_self(0);
+  assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_OK);
+  g_marker_spin(200000000);
+  zxs_prim_source_disarm(slot);
+  const uint64_t n = atomic_load(&g_samples[0]), in = atomic_load(&g_in_marker[0]);
+  print_message("%llu samples, %llu with marker_spin on the stack\n", (unsigned long long)n,
+                (unsigned long long)in);
+  assert_true(n >= 50);
+  assert_true(in * 10 >= n * 9);
+  assert_clean(0);
+}
+
+// Samples the collector has not drained yet are written by flush (stop) and by disarm (a thread
+// detached while sampling runs), not lost.
+static void test_ring_flush_and_disarm_write(void** state) {
+  (void)state;
+  if (!use_source("perf-ring")) {
+    skip();
+  }
+  zxs_linux_ring_hold_collector(true);
+  zxs_thread_slot_t* slot = attach_self(0);
+  assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_OK);
+  busy(50000000);
+  sleep_ms(3 * 20);  // several drain intervals: a collector not held would have drained
+  assert_int_equal(atomic_load(&g_samples[0]), 0);
+  zxs_prim_sampling_flush();
+  const uint64_t flushed = atomic_load(&g_samples[0]);
+  busy(50000000);
+  zxs_prim_source_disarm(slot);
+  const uint64_t disarmed = atomic_load(&g_samples[0]) - flushed;
+  zxs_linux_ring_hold_collector(false);
+  print_message("flush wrote %llu, disarm %llu (50 ms of CPU at 1 ms each)\n",
+                (unsigned long long)flushed, (unsigned long long)disarmed);
+  assert_true(flushed >= 20 && flushed <= 60);
+  assert_true(disarmed >= 20 && disarmed <= 60);
+  assert_int_equal(atomic_load(&g_dropped), 0);
+  assert_clean(0);
+}
+
+// A ring the collector does not drain overflows: the kernel counts what it could not store and
+// those samples are reported as dropped, so taken = written + dropped.
+static void test_ring_overflow_counted(void** state) {
+  (void)state;
+  if (!use_source("perf-ring")) {
+    skip();
+  }
+  zxs_linux_ring_hold_collector(true);
+  zxs_thread_slot_t* slot = attach_self(0);
+  assert_int_equal(zxs_prim_source_arm(slot, 100000), ZX_OK);
+  const int64_t t0 = thread_cpu_ns();
+  busy(800000000);
+  const int64_t ran = thread_cpu_ns() - t0;
+  zxs_prim_source_disarm(slot);
+  zxs_linux_ring_hold_collector(false);
+  const uint64_t written = atomic_load(&g_samples[0]), dropped = atomic_load(&g_dropped);
+  const uint64_t expected = (uint64_t)(ran / atomic_load(&slot->period));
+  print_message("period %lld us: %llu written, %llu dropped, about %llu expected\n",
+                (long long)(atomic_load(&slot->period) / 1000), (unsigned long long)written,
+                (unsigned long long)dropped, (unsigned long long)expected);
+  assert_true(written > 0);
+  assert_true(dropped > 0);
+  assert_true(written + dropped >= expected / 2);
+  assert_true(written + dropped <= expected * 2 + 5);
+  assert_clean(0);
+}
+
+static int child_ring_handler_replaced(void) {
+  unsetenv("ZXSAMPLER_SIGNAL");
+  setenv("ZXSAMPLER_SOURCE", "perf-ring", 1);
+  if (zxs_prim_sampling_init() != ZX_OK) return 1;
+  zxs_prim_thread_t self;
+  if (zxs_prim_thread_self(&self) != ZX_OK) return 2;
+  zxs_thread_slot_t* slot = &g_slots[0];
+  slot->index = 0;
+  slot->thread = self;
+  signal(zxs_linux_signal(), program_handler);
+  if (zxs_prim_source_arm(slot, 1000000) != ZX_OK) return 3;
+  busy(20000000);
+  zxs_prim_source_disarm(slot);
+  return atomic_load(&g_samples[0]) > 0 ? 0 : 4;
+}
+
+// The kernel's walk sends no signal: a program that took our signal over is still sampled.
+static void test_ring_needs_no_signal(void** state) {
+  (void)state;
+  if (!use_source("perf-ring")) {
+    skip();
+  }
+  in_child(child_ring_handler_replaced);
 }
 
 static int reset(void** state) {
@@ -1158,6 +1359,15 @@ int main(void) {
       cmocka_unit_test_teardown(test_cputimer_resolution, reset),
       cmocka_unit_test_teardown(test_perf_dead_thread, reset),
       cmocka_unit_test_teardown(test_cputimer_dead_thread, reset),
+      cmocka_unit_test_teardown(test_ring_samples_self, reset),
+      cmocka_unit_test_teardown(test_ring_samples_other_thread, reset),
+      cmocka_unit_test_teardown(test_ring_blocked_threads, reset),
+      cmocka_unit_test_teardown(test_ring_no_leaks, reset),
+      cmocka_unit_test_teardown(test_ring_dead_thread, reset),
+      cmocka_unit_test_teardown(test_ring_stack, reset),
+      cmocka_unit_test_teardown(test_ring_flush_and_disarm_write, reset),
+      cmocka_unit_test_teardown(test_ring_overflow_counted, reset),
+      cmocka_unit_test_teardown(test_ring_needs_no_signal, reset),
   };
   return cmocka_run_group_tests_name("linux_sources", tests, NULL, NULL);
 }

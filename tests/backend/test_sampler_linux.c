@@ -22,12 +22,13 @@
 //     thread_get_exit_...     the same for a thread attached with zxs_thread_get()
 //   8 hundred_cycles          100 full cycles: fds, mappings, threads, handle table unchanged
 //   9 corrupted_frame_...     frame pointer set to 16 kinds of garbage under a short period
-//  10 source_cputimer/perf    1 and 2 again with ZXSAMPLER_SOURCE forced (re-executed binary)
+//  10 source_cputimer/perf    1 and 2 again with ZXSAMPLER_SOURCE forced (re-executed binary;
+//                            the main run gets perf-ring where the kernel allows it)
 //  11 states_and_close        BAD_STATE rules, attach while running, restart appends, closing
 //                             the last handle while running, mappings outliving the session
 //
-// Sources: the main run uses the library's choice (ZXSAMPLER_SOURCE unset: perf task-clock where
-// perf is usable, else the CPU-clock timer). The source_* tests re-execute this binary with
+// Sources: the main run uses the library's choice (ZXSAMPLER_SOURCE unset: perf task-clock with a
+// ring buffer where the kernel allows it, else with a signal, else the CPU-clock timer). The source_* tests re-execute this binary with
 // ZXSAMPLER_SOURCE=cputimer (and =perf where perf is usable) set before the first sampler call,
 // and run the end-to-end and 3:1 tests there again ("--variant").
 #ifndef _GNU_SOURCE
@@ -166,38 +167,46 @@ static uint64_t iters_per_ms(void) {
   return cached;
 }
 
-// Whether a perf task-clock event can be opened on this thread (what the library's auto mode
-// uses when it can).
-static bool perf_usable(void) {
+// Whether a perf task-clock event can be opened on this thread; with `ring`, one that copies
+// the user stack into a ring buffer that can be mapped (what the library's auto mode prefers).
+static bool perf_event_usable(bool ring) {
   struct perf_event_attr attr;
   memset(&attr, 0, sizeof(attr));
   attr.size = sizeof(attr);
   attr.type = PERF_TYPE_SOFTWARE;
   attr.config = PERF_COUNT_SW_TASK_CLOCK;
   attr.disabled = 1;
+  attr.exclude_kernel = 1;
+  if (ring) {
+    attr.sample_period = 1000000;
+    attr.sample_type = PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    attr.sample_regs_user = 1;
+    attr.sample_stack_user = 4096;
+    attr.read_format = PERF_FORMAT_LOST;
+  }
   int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) return false;
+  bool ok = true;
+  if (ring) {
+    const size_t size = 9 * (size_t)sysconf(_SC_PAGESIZE);
+    void* m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ok = m != MAP_FAILED;
+    if (ok) munmap(m, size);
+  }
   close(fd);
-  return true;
+  return ok;
 }
+
+static bool perf_usable(void) { return perf_event_usable(false); }
 
 // The source the sampler must report in this process.
 static zxs_sample_source_t expected_source(void) {
   const char* which = getenv("ZXSAMPLER_SOURCE");
   if (which != NULL && strcmp(which, "cputimer") == 0) return ZXS_SOURCE_CPU_CLOCK_TIMER;
   if (which != NULL && strcmp(which, "perf") == 0) return ZXS_SOURCE_PERF_TASK_CLOCK;
+  if (which != NULL && strcmp(which, "perf-ring") == 0) return ZXS_SOURCE_PERF_RING;
+  if (perf_event_usable(true)) return ZXS_SOURCE_PERF_RING;
   return perf_usable() ? ZXS_SOURCE_PERF_TASK_CLOCK : ZXS_SOURCE_CPU_CLOCK_TIMER;
-}
-
-static const char* source_name(zxs_sample_source_t s) {
-  switch (s) {
-    case ZXS_SOURCE_PERF_TASK_CLOCK:
-      return "perf task-clock";
-    case ZXS_SOURCE_CPU_CLOCK_TIMER:
-      return "cpu-clock timer";
-    default:
-      return "other";
-  }
 }
 
 // --- Where a PC is ----------------------------------------------------------------------------
@@ -644,7 +653,7 @@ static void test_e2e_contract(void** state) {
   print_message(
       "source %s, effective period %lld ns: %zu samples of this thread, %zu of the "
       "other\n",
-      source_name(st.source), (long long)st.effective_period, n_self, n_other);
+      zxs_sample_source_name(st.source), (long long)st.effective_period, n_self, n_other);
   // ~300 ms of CPU each: ~300 samples at 1 ms (perf), ~75 at a 4 ms tick (timer). At least 20.
   assert_true(n_self >= 20);
   assert_true(n_other >= 20);
@@ -706,7 +715,7 @@ static void test_ratio_3_to_1(void** state) {
   check_callers(&s);
   const size_t a = counts[IN_WORK_A], b = counts[IN_WORK_B];
   const double ratio = b > 0 ? (double)a / (double)b : 1e9;
-  print_message("3:1 split (%s): work_a %zu, work_b %zu, ratio %.2f\n", source_name(st.source), a,
+  print_message("3:1 split (%s): work_a %zu, work_b %zu, ratio %.2f\n", zxs_sample_source_name(st.source), a,
                 b, ratio);
   // Tolerance: ratio in [2.0, 4.5] with at least 200 samples in the two loops (~800 expected:
   // the bounds are then more than 4 standard deviations of the binomial count from 3).
@@ -1139,10 +1148,10 @@ static void test_thread_exit_during_run(void** state) {
   print_message(
       "thread exit: fds %d before the session, %d with 2 attached, %d after one "
       "exited (source %s); attached_threads %u\n",
-      fds_before, fds_two, fds_one, source_name(st.source), st.attached_threads);
+      fds_before, fds_two, fds_one, zxs_sample_source_name(st.source), st.attached_threads);
   assert_int_equal(st.attached_threads, 1);
   // Its sampling source went with it: a perf source is one fd per thread; a timer is none.
-  if (st.source == ZXS_SOURCE_PERF_TASK_CLOCK) {
+  if (st.source == ZXS_SOURCE_PERF_TASK_CLOCK || st.source == ZXS_SOURCE_PERF_RING) {
     assert_int_equal(fds_one, fds_two - 1);
   } else {
     assert_true(fds_one <= fds_two);
@@ -1214,11 +1223,13 @@ static void test_thread_get_exit_detaches(void** state) {
   print_message(
       "thread_get exit: attached_threads %u after it exited; fds %d -> %d (source "
       "%s)\n",
-      st.attached_threads, fds_two, fds_one, source_name(st.source));
+      st.attached_threads, fds_two, fds_one, zxs_sample_source_name(st.source));
   // Its perf fd goes, and so does the pidfd the library watched it with (where the kernel
   // has thread pidfds): at least one fewer.
   const bool detached = st.attached_threads == 1 &&
-                        (st.source != ZXS_SOURCE_PERF_TASK_CLOCK || fds_one <= fds_two - 1);
+                        ((st.source != ZXS_SOURCE_PERF_TASK_CLOCK &&
+                          st.source != ZXS_SOURCE_PERF_RING) ||
+                         fds_one <= fds_two - 1);
   assert_int_equal(zx_sampler_stop(iob), ZX_OK);
   atomic_store(&g_stop, true);
   assert_int_equal(pthread_join(tl, NULL), 0);

@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   REQUIRE(len > 0, "readlink /proc/self/exe");
   g_self[len] = '\0';
   setenv("ZXS_STRESS_EXEC_MARKER", "1", 1);
-  const char* sources[2];
+  const char* sources[3];
   const int n = stress_sources(sources);
   for (int i = 0; i < n; i++) {
     if (!use_source(sources[i])) continue;

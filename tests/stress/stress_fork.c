@@ -347,7 +347,7 @@ int main(int argc, char** argv) {
   stress_require_sampler("stress_fork");
   const int only = argc > 1 ? atoi(argv[1]) : 0;
   const int busy_forks = argc > 2 ? atoi(argv[2]) : (under_valgrind() ? 5 : 200);
-  const char* sources[2];
+  const char* sources[3];
   const int n = stress_sources(sources);
   for (int i = 0; i < n; i++) {
     if (!use_source(sources[i])) continue;

@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   g_iterations = argc > 2 ? atoi(argv[2]) : (light ? 8 : 60);
   REQUIRE(threads > 0 && threads <= MAX_THREADS && g_iterations > 0,
           "usage: %s [threads <= 16] [iterations]", argv[0]);
-  const char* sources[2];
+  const char* sources[3];
   const int n = stress_sources(sources);
   for (int k = 0; k < n; k++) {
     if (!use_source(sources[k])) continue;

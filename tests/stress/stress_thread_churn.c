@@ -136,8 +136,8 @@ static void run(const char* source, bool attach_self, int threads, int64_t spin_
   CHECK(stats.attached_threads == main_attached,
         "%u threads attached after stop, expected %u (main)", stats.attached_threads,
         main_attached);
-  CHECK(strcmp(source_label(stats.source), source) == 0, "source %s, expected %s",
-        source_label(stats.source), source);
+  CHECK(strcmp(zxs_sample_source_name(stats.source), source) == 0, "source %s, expected %s",
+        zxs_sample_source_name(stats.source), source);
   region_scan_t scan;
   CHECK_OK(scan_regions(iob, tid_set_check, &set, &scan));
   printf(
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
   const char* variants = argc > 3 ? argv[3] : "AB";
   REQUIRE(threads > 0 && threads < TID_SET_MAX && cpu_ms >= 0, "usage: %s [threads] [cpu_ms]",
           argv[0]);
-  const char* sources[2];
+  const char* sources[3];
   const int n = stress_sources(sources);
   for (int i = 0; i < n; i++) {
     if (!use_source(sources[i])) continue;

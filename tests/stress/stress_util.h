@@ -405,29 +405,18 @@ static inline int library_signal(void) {
   return 0;
 }
 
-// Sources to run: the one ZXSAMPLER_SOURCE names, else both.
-static inline int stress_sources(const char* out[2]) {
+// Sources to run: the one ZXSAMPLER_SOURCE names, else all three.
+static inline int stress_sources(const char* out[3]) {
   const char* env = getenv("ZXSAMPLER_SOURCE");
-  if (env != NULL && (strcmp(env, "perf") == 0 || strcmp(env, "cputimer") == 0)) {
+  if (env != NULL && (strcmp(env, "perf") == 0 || strcmp(env, "cputimer") == 0 ||
+                      strcmp(env, "perf-ring") == 0)) {
     out[0] = env;
     return 1;
   }
-  out[0] = "perf";
-  out[1] = "cputimer";
-  return 2;
-}
-
-static inline const char* source_label(zxs_sample_source_t s) {
-  switch (s) {
-    case ZXS_SOURCE_PERF_TASK_CLOCK:
-      return "perf";
-    case ZXS_SOURCE_CPU_CLOCK_TIMER:
-      return "cputimer";
-    case ZXS_SOURCE_NONE:
-      return "none";
-    default:
-      return "other";
-  }
+  out[0] = "perf-ring";
+  out[1] = "perf";
+  out[2] = "cputimer";
+  return 3;
 }
 
 // Whether a perf task-clock event can be opened here (the perf source can work at all).
@@ -450,7 +439,7 @@ static inline bool perf_usable(void) {
 // Selects the source for the next arms (the library reads ZXSAMPLER_SOURCE at every arm). False
 // when it cannot work here (perf forbidden), after saying so.
 static inline bool use_source(const char* source) {
-  if (strcmp(source, "perf") == 0 && !perf_usable()) {
+  if (strncmp(source, "perf", 4) == 0 && !perf_usable()) {
     printf("perf_event_open is not usable here: the perf source is skipped\n");
     return false;
   }

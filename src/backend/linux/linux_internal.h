@@ -105,6 +105,11 @@ void zxs_linux_take_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const v
 
 // --- source_perf.c ----------------------------------------------------------------------------
 
+// errno of perf_event_open/fcntl/mmap -> status. NOT_SUPPORTED means "use another source".
+zx_status_t zxs_linux_perf_status(int err);
+// [signal-safe] Sets the period of the perf event `fd` (PERF_EVENT_IOC_PERIOD).
+// ZX_ERR_BAD_STATE for fd < 0.
+zx_status_t zxs_linux_perf_ioc_period(int fd, zx_duration_t period);
 // Whether a task-clock perf event can be opened here (probed once).
 bool zxs_linux_perf_available(void);
 // Arms the perf source of `slot`. ZX_ERR_NOT_SUPPORTED when perf is unavailable or the fd does
@@ -130,6 +135,24 @@ void zxs_linux_perf_limit_routes(int limit);
 // The kernel's floor for software-event periods.
 #define ZXS_LINUX_PERF_MIN_PERIOD ((zx_duration_t)10000)
 
+// --- source_perf_ring.c -----------------------------------------------------------------------
+
+// Whether a task-clock event with a kernel callchain and a ring buffer can be opened and mapped
+// here (probed once).
+bool zxs_linux_ring_available(void);
+// Arms the kernel-walked perf source of `slot`: statuses as zxs_linux_perf_arm (NOT_SUPPORTED
+// also when the ring cannot be mapped: the locked-memory limit).
+zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
+// Stops the slot's event and writes what its ring holds (while writes are enabled).
+void zxs_linux_ring_disarm(zxs_thread_slot_t* slot);
+zx_status_t zxs_linux_ring_set_period(zxs_thread_slot_t* slot, zx_duration_t period);
+// After fork, in the child: unmaps and closes every inherited ring without disabling the
+// parent's events, and forgets the collector (it stayed in the parent).
+void zxs_linux_ring_forget_all(void);
+// Tests: while held, the collector drains nothing (flush and disarm still do), so they can tell
+// what those wrote and make a ring overflow.
+void zxs_linux_ring_hold_collector(bool hold);
+
 // --- source_cputimer.c ------------------------------------------------------------------------
 
 zx_status_t zxs_linux_cputimer_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
@@ -143,12 +166,14 @@ zx_duration_t zxs_linux_cputimer_resolution(void);
 // --- sources.c --------------------------------------------------------------------------------
 
 typedef enum zxs_linux_source_mode {
-  ZXS_LINUX_SOURCE_AUTO = 0,  // perf, falling back to the CPU-clock timer
-  ZXS_LINUX_SOURCE_PERF,      // perf only
-  ZXS_LINUX_SOURCE_CPUTIMER,  // CPU-clock timer only
+  ZXS_LINUX_SOURCE_AUTO = 0,   // perf-ring, else perf, else the CPU-clock timer
+  ZXS_LINUX_SOURCE_RING,  // perf with the kernel's stack walk only
+  ZXS_LINUX_SOURCE_PERF,       // perf with a signal to the thread only
+  ZXS_LINUX_SOURCE_CPUTIMER,   // CPU-clock timer only
 } zxs_linux_source_mode_t;
 
-// ZXSAMPLER_SOURCE=perf|cputimer (anything else, or unset: auto). Read at each arm.
+// ZXSAMPLER_SOURCE=perf-ring|perf|cputimer (anything else, or unset: auto). Read at each
+// arm.
 zxs_linux_source_mode_t zxs_linux_source_mode(void);
 // The source an arm would use now, and its finest period.
 zxs_sample_source_t zxs_linux_default_source(void);

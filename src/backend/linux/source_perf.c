@@ -53,8 +53,7 @@ static uint64_t route_word(uint32_t index, uint32_t gen, uint64_t flags) {
   return ((uint64_t)gen << 32) | ROUTE_VALID | flags | ((uint64_t)index & ROUTE_INDEX_MASK);
 }
 
-// errno of perf_event_open/fcntl -> status. NOT_SUPPORTED means "use another source".
-static zx_status_t status_from_errno(int err) {
+zx_status_t zxs_linux_perf_status(int err) {
   switch (err) {
     case ESRCH:
       return ZX_ERR_BAD_STATE;
@@ -63,7 +62,7 @@ static zx_status_t status_from_errno(int err) {
     case ENOMEM:
     case EBUSY:
       return ZX_ERR_NO_RESOURCES;
-    default:  // EACCES, EPERM (paranoid, seccomp), ENOSYS, ENOENT, EOPNOTSUPP, EINVAL
+    default:  // EACCES, EPERM (paranoid, seccomp, locked memory), ENOSYS, EOVERFLOW, EINVAL...
       return ZX_ERR_NOT_SUPPORTED;
   }
 }
@@ -111,7 +110,7 @@ static void probe(void) {
     g_available = true;
   } else {
     // Out of fds now is not "perf is forbidden here".
-    g_available = status_from_errno(errno) != ZX_ERR_NOT_SUPPORTED;
+    g_available = zxs_linux_perf_status(errno) != ZX_ERR_NOT_SUPPORTED;
   }
 }
 
@@ -130,20 +129,20 @@ static int open_routed(pid_t tid, zx_duration_t period, uint32_t index, uint32_t
   }
   int fd = perf_open(tid, period);
   if (fd < 0) {
-    return status_from_errno(errno);
+    return zxs_linux_perf_status(errno);
   }
   if (fd >= atomic_load_explicit(&g_route_limit, memory_order_relaxed)) {
     close(fd);
     return ZX_ERR_NOT_SUPPORTED;
   }
   if (route_to_thread(fd, tid, sig) != 0) {
-    zx_status_t status = status_from_errno(errno);
+    zx_status_t status = zxs_linux_perf_status(errno);
     close(fd);
     return status;
   }
   atomic_store_explicit(&g_routes[fd], route_word(index, gen, flags), memory_order_release);
   if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
-    zx_status_t status = status_from_errno(errno);
+    zx_status_t status = zxs_linux_perf_status(errno);
     atomic_store_explicit(&g_routes[fd], 0, memory_order_release);
     perf_close(fd);
     return status;
@@ -196,7 +195,12 @@ void zxs_linux_perf_disarm(zxs_thread_slot_t* slot) {
 }
 
 zx_status_t zxs_linux_perf_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
-  int fd = atomic_load_explicit(&zxs_linux_slot(slot)->fd, memory_order_acquire);
+  return zxs_linux_perf_ioc_period(atomic_load_explicit(&zxs_linux_slot(slot)->fd,
+                                                        memory_order_acquire),
+                                   period);
+}
+
+zx_status_t zxs_linux_perf_ioc_period(int fd, zx_duration_t period) {
   if (fd < 0) {
     return ZX_ERR_BAD_STATE;
   }

@@ -1,11 +1,14 @@
 // Linux: which source samples a thread, and at what period.
 //
-// perf task-clock first; the CPU-clock timer when perf is unavailable (perf_event_paranoid 3+,
-// seccomp, no CONFIG_PERF_EVENTS) or the thread's event cannot be opened or routed.
-// ZXSAMPLER_SOURCE=perf|cputimer forces one source (no fallback), for tests and benchmarks.
+// perf task-clock with the kernel's stack walk first (source_perf_ring.c: no signal, the
+// cheapest); perf task-clock with a signal when that cannot be had for a thread (its ring cannot
+// be mapped: the locked-memory limit); the CPU-clock timer when perf is unavailable
+// (perf_event_paranoid 3+, seccomp, no CONFIG_PERF_EVENTS) or the thread's event cannot be
+// opened or routed. ZXSAMPLER_SOURCE=perf-ring|perf|cputimer forces one source (no
+// fallback), for tests and benchmarks.
 //
-// Periods: the perf source is never armed below the throttle floor (throttle.c), and each raise
-// is counted; the timer source is never armed below one tick, its resolution (not counted as
+// Periods: the perf sources are never armed below the throttle floor (throttle.c), and each
+// raise is counted; the timer source is never armed below one tick, its resolution (not counted as
 // throttling: faster would only turn into overruns). slot->period holds the period in force.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -29,6 +32,9 @@ uint32_t zxs_linux_next_gen(void) {
 
 zxs_linux_source_mode_t zxs_linux_source_mode(void) {
   const char* value = getenv("ZXSAMPLER_SOURCE");
+  if (value != NULL && strcmp(value, "perf-ring") == 0) {
+    return ZXS_LINUX_SOURCE_RING;
+  }
   if (value != NULL && strcmp(value, "perf") == 0) {
     return ZXS_LINUX_SOURCE_PERF;
   }
@@ -40,19 +46,22 @@ zxs_linux_source_mode_t zxs_linux_source_mode(void) {
 
 zxs_sample_source_t zxs_linux_default_source(void) {
   switch (zxs_linux_source_mode()) {
+    case ZXS_LINUX_SOURCE_RING:
+      return ZXS_SOURCE_PERF_RING;
     case ZXS_LINUX_SOURCE_PERF:
       return ZXS_SOURCE_PERF_TASK_CLOCK;
     case ZXS_LINUX_SOURCE_CPUTIMER:
       return ZXS_SOURCE_CPU_CLOCK_TIMER;
     case ZXS_LINUX_SOURCE_AUTO:
     default:
+      if (zxs_linux_ring_available()) return ZXS_SOURCE_PERF_RING;
       return zxs_linux_perf_available() ? ZXS_SOURCE_PERF_TASK_CLOCK : ZXS_SOURCE_CPU_CLOCK_TIMER;
   }
 }
 
 zx_duration_t zxs_linux_default_resolution(void) {
-  return zxs_linux_default_source() == ZXS_SOURCE_PERF_TASK_CLOCK ? ZXS_LINUX_PERF_MIN_PERIOD
-                                                                  : zxs_linux_cputimer_resolution();
+  return zxs_linux_default_source() == ZXS_SOURCE_CPU_CLOCK_TIMER ? zxs_linux_cputimer_resolution()
+                                                                  : ZXS_LINUX_PERF_MIN_PERIOD;
 }
 
 // Periods from here up are armed as asked without measuring what a sample costs: even at the
@@ -64,10 +73,12 @@ zx_duration_t zxs_linux_default_resolution(void) {
 // host (as opposed to the source's resolution).
 static zx_duration_t effective_period(int kind, zx_duration_t requested, bool* throttled) {
   *throttled = false;
-  if (kind == ZXS_SOURCE_PERF_TASK_CLOCK && requested >= NO_THROTTLE_PERIOD) {
+  if (kind != ZXS_SOURCE_CPU_CLOCK_TIMER && requested >= NO_THROTTLE_PERIOD) {
     return requested;
   }
-  if (kind == ZXS_SOURCE_PERF_TASK_CLOCK) {
+  if (kind != ZXS_SOURCE_CPU_CLOCK_TIMER) {
+    // The floor measures the signal source, which costs more than the kernel's walk: safe for
+    // both.
     const zx_duration_t floor = zxs_linux_perf_floor();
     if (requested < floor) {
       *throttled = floor > ZXS_LINUX_PERF_MIN_PERIOD;
@@ -92,30 +103,47 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
   if (slot == NULL || period <= 0) {
     return ZX_ERR_INVALID_ARGS;
   }
-  // A program that replaced our handler would receive our signals: refuse to arm.
-  zx_status_t status = zxs_linux_signal_check();
-  if (status != ZX_OK) {
-    return status;
-  }
+  zx_status_t status;
   if (atomic_load(&zxs_linux_slot(slot)->gen) != 0) {
     zxs_prim_source_disarm(slot);  // arming again replaces the source
   }
   const zxs_linux_source_mode_t mode = zxs_linux_source_mode();
   bool throttled = false;
-  if (mode == ZXS_LINUX_SOURCE_PERF ||
-      (mode == ZXS_LINUX_SOURCE_AUTO && zxs_linux_perf_available())) {
-    const zx_duration_t eff = effective_period(ZXS_SOURCE_PERF_TASK_CLOCK, period, &throttled);
-    status = zxs_linux_perf_arm(slot, eff, zxs_linux_next_gen());
+  // Each perf source in order of preference; a forced one gets no fallback.
+  static const struct {
+    zxs_linux_source_mode_t mode;
+    int kind;
+    zx_status_t (*arm)(zxs_thread_slot_t*, zx_duration_t, uint32_t);
+    bool (*available)(void);
+  } kPerf[] = {
+      {ZXS_LINUX_SOURCE_RING, ZXS_SOURCE_PERF_RING, zxs_linux_ring_arm,
+       zxs_linux_ring_available},
+      {ZXS_LINUX_SOURCE_PERF, ZXS_SOURCE_PERF_TASK_CLOCK, zxs_linux_perf_arm,
+       zxs_linux_perf_available},
+  };
+  for (size_t i = 0; i < sizeof(kPerf) / sizeof(kPerf[0]); i++) {
+    if (mode != kPerf[i].mode && (mode != ZXS_LINUX_SOURCE_AUTO || !kPerf[i].available())) {
+      continue;
+    }
+    // A program that replaced our handler would receive our signals: refuse to arm them.
+    if (kPerf[i].kind != ZXS_SOURCE_PERF_RING && (status = zxs_linux_signal_check()) != ZX_OK) {
+      return status;
+    }
+    const zx_duration_t eff = effective_period(kPerf[i].kind, period, &throttled);
+    status = kPerf[i].arm(slot, eff, zxs_linux_next_gen());
     if (status == ZX_OK) {
-      record_armed(slot, ZXS_SOURCE_PERF_TASK_CLOCK, eff, throttled);
+      record_armed(slot, kPerf[i].kind, eff, throttled);
       return ZX_OK;
     }
-    if (mode == ZXS_LINUX_SOURCE_PERF || status == ZX_ERR_BAD_STATE) {
+    if (mode != ZXS_LINUX_SOURCE_AUTO || status == ZX_ERR_BAD_STATE) {
       return status == ZX_ERR_NOT_SUPPORTED ? ZX_ERR_NO_RESOURCES : status;
     }
-    // perf works in this process but not for this thread (fd limit, fd beyond the routing
-    // table): fall back, and say so.
+    // perf works in this process but not so for this thread (fd limit, fd beyond the routing
+    // table, locked-memory limit for the ring): fall back, and say so.
     atomic_fetch_add(&slot->source_failures, 1);
+  }
+  if ((status = zxs_linux_signal_check()) != ZX_OK) {
+    return status;
   }
   const zx_duration_t eff = effective_period(ZXS_SOURCE_CPU_CLOCK_TIMER, period, &throttled);
   status = zxs_linux_cputimer_arm(slot, eff, zxs_linux_next_gen());
@@ -131,8 +159,11 @@ void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
     return;
   }
   zxs_linux_slot_t* st = zxs_linux_slot(slot);
-  // Both are idempotent and do nothing for the source that is not armed.
-  if (atomic_load(&st->kind) == ZXS_SOURCE_PERF_TASK_CLOCK) {
+  // Each is idempotent and does nothing for a source that is not armed.
+  const int kind = atomic_load(&st->kind);
+  if (kind == ZXS_SOURCE_PERF_RING) {
+    zxs_linux_ring_disarm(slot);
+  } else if (kind == ZXS_SOURCE_PERF_TASK_CLOCK) {
     zxs_linux_perf_disarm(slot);
   } else {
     zxs_linux_cputimer_disarm(slot);
@@ -152,9 +183,9 @@ zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t pe
   bool throttled = false;
   // The floor is already known here (arm measured it), so this stays signal-safe.
   const zx_duration_t eff = effective_period(kind, period, &throttled);
-  zx_status_t status = kind == ZXS_SOURCE_PERF_TASK_CLOCK
-                           ? zxs_linux_perf_set_period(slot, eff)
-                           : zxs_linux_cputimer_set_period(slot, eff);
+  zx_status_t status = kind == ZXS_SOURCE_CPU_CLOCK_TIMER
+                           ? zxs_linux_cputimer_set_period(slot, eff)
+                           : zxs_linux_perf_ioc_period(atomic_load(&st->fd), eff);
   if (status != ZX_OK) {
     return status;
   }
@@ -168,6 +199,7 @@ zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t pe
 void zxs_prim_after_fork_child(void) {
   // POSIX timers are not inherited; perf descriptors are, and share their event with the parent.
   zxs_linux_perf_forget_all();
+  zxs_linux_ring_forget_all();
   for (uint32_t i = 0; i < ZXS_MAX_THREADS; i++) {
     zxs_linux_slot_t* st = zxs_linux_slot(zxs_core_slot(i));
     atomic_store(&st->gen, 0);
