@@ -21,7 +21,7 @@
 #                 alone), signal (+ a real-time signal to an empty handler), oneshot (+ the
 #                 REFRESH re-arm libzxsampler does per sample); floor-none runs it unarmed
 #   zxs-*         zxsampler record -p 1000 (1000 samples/s per thread) or -p 250 (4000/s),
-#                 ZXSAMPLER_SOURCE=perf or cputimer
+#                 ZXSAMPLER_SOURCE=perf-ring (the default), perf (signal) or cputimer
 #   gperf-*       gperftools' CPU profiler (LD_PRELOAD=libprofiler.so), CPUPROFILE_FREQUENCY
 #                 1000 or 4000, its default ITIMER_PROF (process-wide CPU-time timer), and
 #                 CPUPROFILE_REALTIME=1 (ITIMER_REAL, process-wide wall-clock timer)
@@ -70,6 +70,8 @@ CONFIGS=(
   "floor-signal-4000|floor:signal:250|4000"
   "floor-oneshot-1000|floor:oneshot:1000|1000"
   "floor-oneshot-4000|floor:oneshot:250|4000"
+  "zxs-ring-1000|zxs:perf-ring:1000|1000"
+  "zxs-ring-4000|zxs:perf-ring:250|4000"
   "zxs-perf-1000|zxs:perf:1000|1000"
   "zxs-perf-4000|zxs:perf:250|4000"
   "zxs-cputimer-1000|zxs:cputimer:1000|1000"
