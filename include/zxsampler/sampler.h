@@ -121,8 +121,10 @@ typedef struct zxs_sampler_stats {
   uint32_t attached_threads;       // live attached threads
   uint64_t samples_written;        // records written
   uint64_t dropped_full;           // samples lost because the CPU's region was full
-  uint64_t dropped_other;          // lost for another reason (no region for the CPU, stale thread)
-  uint64_t walks_truncated;        // stacks deeper than ZX_SAMPLER_MAX_FRAMES
+  uint64_t dropped_other;          // lost for another reason (no region for the CPU, stale thread,
+                                   // a perf-ring buffer that overflowed)
+  uint64_t walks_truncated;        // stacks deeper than ZX_SAMPLER_MAX_FRAMES, or (perf-ring)
+                                   // than the stack copy the kernel makes (ZXSAMPLER_STACK_COPY)
   uint64_t throttled;              // times a thread's period was raised to protect the host
   uint64_t overruns;               // periods the source reports as missed
   uint64_t source_failures;        // sources that could not be armed and fell back or failed

@@ -1,10 +1,11 @@
 // What the Linux backend's files share (internal to src/backend/linux/ and its tests).
 //
-// Sampling on Linux: each attached thread gets its own source, a perf_event task-clock counter
-// or a POSIX timer on the thread's CPU clock, and the source sends one real-time signal to that
-// very thread per period of its CPU time. The handler (signal_handler.c) finds the slot from the
-// signal's payload, checks the generation stored in the slot's backend area, and calls
-// zxs_core_sample(). Generations are process-wide and never reused, so a signal from a source
+// Sampling on Linux: each attached thread gets its own source: a perf_event task-clock counter
+// whose samples the kernel writes into a ring buffer (source_perf_ring.c: registers and a stack
+// copy, drained by a collector thread, no signal), or a perf_event counter or a POSIX timer on
+// the thread's CPU clock that sends one real-time signal to that very thread per period of its
+// CPU time. The handler (signal_handler.c) finds the slot from the signal's payload, checks the
+// generation stored in the slot's backend area, and calls zxs_core_sample(). Generations are process-wide and never reused, so a signal from a source
 // that has since been disarmed (queued late, or from a recycled fd number) is recognised.
 #ifndef ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_
 #define ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_

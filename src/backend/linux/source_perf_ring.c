@@ -56,9 +56,10 @@
 #define STACK_COPY_BYTES 8192u
 #define STACK_COPY_MIN 512u
 #define STACK_COPY_MAX 65000u
-// A ring holds twice what its thread produces in one drain interval (the collector is woken at
-// half), and at least 2 * RING_MIN_SAMPLES samples, within [RING_MIN_PAGES, RING_MAX_PAGES]
-// data pages.
+// A ring holds twice what its thread produces in RING_SPAN_MS (the collector is woken at half,
+// so that is the time it has to get a CPU), and at least 2 * RING_MIN_SAMPLES samples, within
+// [RING_MIN_PAGES, RING_MAX_PAGES] data pages.
+#define RING_SPAN_MS 5
 #define RING_MIN_SAMPLES 8u
 #define RING_MIN_PAGES 8u
 #define RING_MAX_PAGES 256u
@@ -110,7 +111,7 @@ static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
 
 static size_t ring_pages(zx_duration_t period) {
   const uint64_t record = RECORD_OVERHEAD + g_stack_copy;
-  uint64_t samples = (uint64_t)DRAIN_INTERVAL_MS * 1000000u / (uint64_t)period + 1;
+  uint64_t samples = (uint64_t)RING_SPAN_MS * 1000000u / (uint64_t)period + 1;
   if (samples < RING_MIN_SAMPLES) samples = RING_MIN_SAMPLES;
   const uint64_t bytes = 2 * samples * record;
   size_t pages = RING_MIN_PAGES;

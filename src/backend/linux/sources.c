@@ -68,12 +68,17 @@ zx_duration_t zxs_linux_default_resolution(void) {
 // worst cost seen on the development VM (~60 us) that is 6% of the thread, and calibrating
 // costs every profiled process ~0.1 s of CPU (docs/PERFORMANCE.md).
 #define NO_THROTTLE_PERIOD ((zx_duration_t)1000000)
+// The same for perf-ring, whose samples cost the thread only the interrupt and the stack copy
+// (~20 us here, docs/PERFORMANCE.md): 4000 samples/s and slower run without calibrating.
+#define RING_NO_THROTTLE_PERIOD ((zx_duration_t)200000)
 
 // The period a source is armed with for a requested one; *throttled when raised to protect the
 // host (as opposed to the source's resolution).
 static zx_duration_t effective_period(int kind, zx_duration_t requested, bool* throttled) {
   *throttled = false;
-  if (kind != ZXS_SOURCE_CPU_CLOCK_TIMER && requested >= NO_THROTTLE_PERIOD) {
+  const zx_duration_t no_throttle =
+      kind == ZXS_SOURCE_PERF_RING ? RING_NO_THROTTLE_PERIOD : NO_THROTTLE_PERIOD;
+  if (kind != ZXS_SOURCE_CPU_CLOCK_TIMER && requested >= no_throttle) {
     return requested;
   }
   if (kind != ZXS_SOURCE_CPU_CLOCK_TIMER) {
