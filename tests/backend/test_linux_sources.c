@@ -1255,19 +1255,19 @@ static void test_ring_flush_and_disarm_write(void** state) {
   zxs_linux_ring_hold_collector(true);
   zxs_thread_slot_t* slot = attach_self(0);
   assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_OK);
-  busy(50000000);
+  busy(10000000);
   sleep_ms(3 * 20);  // several drain intervals: a collector not held would have drained
   assert_int_equal(atomic_load(&g_samples[0]), 0);
   zxs_prim_sampling_flush();
   const uint64_t flushed = atomic_load(&g_samples[0]);
-  busy(50000000);
+  busy(10000000);
   zxs_prim_source_disarm(slot);
   const uint64_t disarmed = atomic_load(&g_samples[0]) - flushed;
   zxs_linux_ring_hold_collector(false);
-  print_message("flush wrote %llu, disarm %llu (50 ms of CPU at 1 ms each)\n",
+  print_message("flush wrote %llu, disarm %llu (10 ms of CPU at 1 ms each; the ring holds 12+)\n",
                 (unsigned long long)flushed, (unsigned long long)disarmed);
-  assert_true(flushed >= 20 && flushed <= 60);
-  assert_true(disarmed >= 20 && disarmed <= 60);
+  assert_true(flushed >= 3 && flushed <= 12);
+  assert_true(disarmed >= 3 && disarmed <= 12);
   assert_int_equal(atomic_load(&g_dropped), 0);
   assert_clean(0);
 }

@@ -57,10 +57,10 @@
 #define STACK_COPY_MIN 512u
 #define STACK_COPY_MAX 65000u
 // A ring holds twice what its thread produces in RING_SPAN_MS (the collector is woken at half,
-// so that is the time it has to get a CPU), and at least 2 * RING_MIN_SAMPLES samples, within
-// [RING_MIN_PAGES, RING_MAX_PAGES] data pages.
+// so that is the time it has to get a CPU), and at least RING_MIN_SAMPLES samples, within
+// [RING_MIN_PAGES, RING_MAX_PAGES] data pages: 128 KiB at 1 ms, 512 KiB at 250 us.
 #define RING_SPAN_MS 5
-#define RING_MIN_SAMPLES 8u
+#define RING_MIN_SAMPLES 12u
 #define RING_MIN_PAGES 8u
 #define RING_MAX_PAGES 256u
 // header, {pid, tid}, time, {cpu, res}, abi, 3 registers, size, dyn_size: the record around
@@ -111,9 +111,9 @@ static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
 
 static size_t ring_pages(zx_duration_t period) {
   const uint64_t record = RECORD_OVERHEAD + g_stack_copy;
-  uint64_t samples = (uint64_t)RING_SPAN_MS * 1000000u / (uint64_t)period + 1;
+  uint64_t samples = 2 * ((uint64_t)RING_SPAN_MS * 1000000u / (uint64_t)period + 1);
   if (samples < RING_MIN_SAMPLES) samples = RING_MIN_SAMPLES;
-  const uint64_t bytes = 2 * samples * record;
+  const uint64_t bytes = samples * record;
   size_t pages = RING_MIN_PAGES;
   while (pages < RING_MAX_PAGES && (uint64_t)pages * g_page < bytes) pages *= 2;
   return pages;
