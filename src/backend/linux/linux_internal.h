@@ -106,6 +106,12 @@ void zxs_linux_take_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const v
 
 // --- source_perf.c ----------------------------------------------------------------------------
 
+struct perf_event_attr;
+// A disabled software task-clock event of `period` ns, user code only (what every perf source
+// starts from).
+void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t period);
+// perf_event_open(attr, tid, any CPU, no group, close-on-exec): the fd, or -1 with errno.
+int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid);
 // errno of perf_event_open/fcntl/mmap -> status. NOT_SUPPORTED means "use another source".
 zx_status_t zxs_linux_perf_status(int err);
 // [signal-safe] Sets the period of the perf event `fd` (PERF_EVENT_IOC_PERIOD).

@@ -67,17 +67,25 @@ zx_status_t zxs_linux_perf_status(int err) {
   }
 }
 
+void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t period) {
+  memset(attr, 0, sizeof(*attr));
+  attr->size = sizeof(*attr);
+  attr->type = PERF_TYPE_SOFTWARE;
+  attr->config = PERF_COUNT_SW_TASK_CLOCK;
+  attr->sample_period = (uint64_t)period;
+  attr->disabled = 1;
+  attr->exclude_kernel = 1;  // required at perf_event_paranoid 2; samples user code only
+  attr->exclude_hv = 1;
+}
+
+int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid) {
+  return (int)syscall(SYS_perf_event_open, attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
 static int perf_open(pid_t tid, zx_duration_t period) {
   struct perf_event_attr attr;
-  memset(&attr, 0, sizeof(attr));
-  attr.size = sizeof(attr);
-  attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_TASK_CLOCK;
-  attr.sample_period = (uint64_t)period;
-  attr.disabled = 1;        // enabled by the first REFRESH, once the signal is routed
-  attr.exclude_kernel = 1;  // required at perf_event_paranoid 2; samples user code only
-  attr.exclude_hv = 1;
-  return (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  zxs_linux_task_clock_attr(&attr, period);  // enabled by the first REFRESH, once routed
+  return zxs_linux_perf_event_open(&attr, tid);
 }
 
 // Sends the event's overflow signals, as `sig` with si_fd, to thread `tid` only.

@@ -39,7 +39,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <zxsampler/sampler.h>
@@ -121,24 +120,17 @@ static size_t ring_pages(zx_duration_t period) {
 
 static int ring_open(pid_t tid, zx_duration_t period, size_t data_size) {
   struct perf_event_attr attr;
-  memset(&attr, 0, sizeof(attr));
-  attr.size = sizeof(attr);
-  attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_TASK_CLOCK;
-  attr.sample_period = (uint64_t)period;
+  zxs_linux_task_clock_attr(&attr, period);
   attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
                      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
   attr.sample_regs_user = REGS_MASK;
   attr.sample_stack_user = g_stack_copy;
   attr.read_format = PERF_FORMAT_LOST;  // Linux 6.0
-  attr.disabled = 1;
-  attr.exclude_kernel = 1;  // required at perf_event_paranoid 2; user code only
-  attr.exclude_hv = 1;
   attr.use_clockid = 1;
   attr.clockid = CLOCK_MONOTONIC;  // zxs_prim_ticks()'s clock
   attr.watermark = 1;
   attr.wakeup_watermark = (uint32_t)(data_size / 2);
-  return (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  return zxs_linux_perf_event_open(&attr, tid);
 }
 
 static uint32_t stack_copy_bytes(void) {
