@@ -496,6 +496,7 @@ typedef struct {
   const char* name;
   floor_mode_t floor;  // FLOOR_NONE with lib_frames > 0: the library samples
   int frames;
+  const char* source;          // the library's source (ZXSAMPLER_SOURCE); NULL: "perf"
   double cost_us[MAX_ROUNDS];  // per event
   double events[MAX_ROUNDS];
   double expected[MAX_ROUNDS];
@@ -533,6 +534,9 @@ static void partA(void) {
       {.name = "libzxsampler, 8 frames", .frames = 8},
       {.name = "libzxsampler, 32 frames", .frames = 32},
       {.name = "libzxsampler, 64 frames", .frames = 64},
+      {.name = "libzxsampler perf-ring, 8 frames", .frames = 8, .source = "perf-ring"},
+      {.name = "libzxsampler perf-ring, 32 frames", .frames = 32, .source = "perf-ring"},
+      {.name = "libzxsampler perf-ring, 64 frames", .frames = 64, .source = "perf-ring"},
   };
   const int nconf = (int)(sizeof(configs) / sizeof(configs[0]));
 
@@ -553,6 +557,7 @@ static void partA(void) {
       const bool lib = c >= 0 && configs[c].floor == FLOOR_NONE;
       uint64_t before = 0;
       if (lib) {
+        set_source(configs[c].source != NULL ? configs[c].source : "perf");  // read at each start
         bench_check("zxs_sampler_get_stats", zxs_sampler_get_stats(iob, &st));
         before = st.samples_written;
         bench_check("zxs_sampler_start", zxs_sampler_start(iob));
@@ -594,7 +599,7 @@ static void partA(void) {
   zxs_handle_close(iob);
   worker_stop(&w);
 
-  printf("## Part A: per-sample cost by stack depth (perf source, period %lld us; effective "
+  printf("## Part A: per-sample cost by stack depth (perf and perf-ring sources, period %lld us; effective "
          "%lld us; run with ZXSAMPLER_SAMPLE_COST_NS=0, the library's livelock protection off, so "
          "that the library and the floors run at the same period)\n\n",
          (long long)(g_period_a_ns / 1000), (long long)(st.effective_period / 1000));
