@@ -92,6 +92,13 @@ static inline bool zxs_linux_current(zxs_thread_slot_t* slot, uint32_t gen, uint
 // A new generation, never 0, unique for the life of the process (wraps after 2^32 arms).
 uint32_t zxs_linux_next_gen(void);
 
+// --- threads_linux.c -------------------------------------------------------------------------
+
+// First thing in a thread the backend starts (the collector, the exit watcher): a pthread_create
+// the program interposes (zxsampler record's preload attaches every new thread before it runs
+// its start routine) may have attached it to the session; the library's own threads detach.
+void zxs_linux_internal_thread_started(void);
+
 // --- signal_handler.c -------------------------------------------------------------------------
 
 // The signal sources send; 0 before zxs_prim_sampling_init() succeeded.

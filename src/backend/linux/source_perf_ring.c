@@ -247,6 +247,7 @@ static void drain_all_locked(void) {
 static void* collector_main(void* unused) {
   (void)unused;
   prctl(PR_SET_NAME, "zxs-collector", 0, 0, 0);
+  zxs_linux_internal_thread_started();
   for (;;) {
     pthread_mutex_lock(&g_lock);
     const int epoll = g_epoll;

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "linux_internal.h"
 #include "platform.h"
 #include "sampling.h"
 
@@ -48,6 +49,7 @@ static int take_locked(zx_koid_t koid) {
 
 static void* watcher_main(void* unused) {
   (void)unused;
+  zxs_linux_internal_thread_started();
   for (;;) {
     struct epoll_event events[16];
     int n = epoll_wait(g_epoll, events, 16, -1);

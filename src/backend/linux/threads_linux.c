@@ -277,3 +277,7 @@ zx_status_t zxs_prim_notify_on_thread_exit(void) {
   }
   return ZX_OK;
 }
+
+void zxs_linux_internal_thread_started(void) {
+  zxs_core_thread_exited((zx_koid_t)syscall(SYS_gettid));
+}
