@@ -303,8 +303,8 @@ static void stop_latency(void) {
          SPINNERS, sysconf(_SC_NPROCESSORS_ONLN), g_repeats, g_cycle_ms);
   printf("| source | first start | stop: median | p90 | max | start: median | p90 | max | "
          "samples per cycle |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  const char* sources[] = {"perf", "cputimer"};
-  for (int s = 0; s < 2; s++) {
+  const char* sources[] = {"perf-ring", "perf", "cputimer"};
+  for (int s = 0; s < (int)(sizeof(sources) / sizeof(sources[0])); s++) {
     setenv("ZXSAMPLER_SOURCE", sources[s], 1);
     zx_handle_t iob = bench_session(1000000, (size_t)8 << 20, t, SPINNERS);
     // The first perf start of a process also calibrates (throttle.c): timed apart.
