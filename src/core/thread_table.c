@@ -138,10 +138,12 @@ static zxs_percpu_t* percpu_of(uint32_t cpu) {
   return states != NULL && cpu < g_percpu_count ? &states[cpu] : NULL;
 }
 
-void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs_t* regs) {
-  zxs_percpu_t* state = percpu_of(zxs_prim_current_cpu());
-  // Everything below runs as a pending write, so stop (and the slot reuse that may follow it)
-  // waits for it. The thread may migrate meanwhile: it ends on the state it began on.
+// The sampling path after the CPU is chosen: a pending write on `state` (so stop, and the slot
+// reuse that may follow it, waits for all of it, walk included), the slot check, the walk over
+// the live stack (`copy` NULL: timestamped after the walk) or over a copy of it (`copy`, taken
+// at `ticks`), the record.
+static void sample_on(zxs_percpu_t* state, zxs_thread_slot_t* slot, uint32_t attach_gen,
+                      const zxs_regs_t* regs, const void* copy, size_t copy_len, uint64_t ticks) {
   if (state == NULL || !zxs_percpu_begin_write(state)) return;
   slot_snapshot_t snap;
   if (!read_slot(slot, attach_gen, &snap)) {
@@ -150,36 +152,33 @@ void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_reg
   }
   uint64_t pcs[ZX_SAMPLER_MAX_FRAMES];
   bool truncated = false;
-  size_t n = zxs_frame_walk(regs, snap.stack_lo, snap.stack_hi, pcs, ZX_SAMPLER_MAX_FRAMES,
-                            &truncated);
-  zxs_write_result_t result =
-      zxs_sample_write(state, snap.session_gen, zxs_prim_ticks(), snap.pid, snap.koid, pcs, n);
-  zxs_percpu_end_write(state);
-  if (result == ZXS_WRITE_OK && truncated) {
-    atomic_fetch_add_explicit(&slot->walks_truncated, 1, memory_order_relaxed);
-  }
-}
-
-void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
-                          uint64_t ticks, const zxs_regs_t* regs, const void* stack,
-                          size_t stack_len) {
-  zxs_percpu_t* state = percpu_of(cpu);
-  if (state == NULL || !zxs_percpu_begin_write(state)) return;
-  slot_snapshot_t snap;
-  if (!read_slot(slot, attach_gen, &snap)) {
-    zxs_percpu_end_write(state);
-    return;
-  }
-  uint64_t pcs[ZX_SAMPLER_MAX_FRAMES];
-  bool truncated = false;
-  size_t n = zxs_frame_walk_copy(regs, snap.stack_lo, snap.stack_hi, stack, stack_len, pcs,
-                                 ZX_SAMPLER_MAX_FRAMES, &truncated);
+  const size_t n =
+      copy == NULL
+          ? zxs_frame_walk(regs, snap.stack_lo, snap.stack_hi, pcs, ZX_SAMPLER_MAX_FRAMES,
+                           &truncated)
+          : zxs_frame_walk_copy(regs, snap.stack_lo, snap.stack_hi, copy, copy_len, pcs,
+                                ZX_SAMPLER_MAX_FRAMES, &truncated);
+  if (copy == NULL) ticks = zxs_prim_ticks();
   zxs_write_result_t result =
       zxs_sample_write(state, snap.session_gen, ticks, snap.pid, snap.koid, pcs, n);
   zxs_percpu_end_write(state);
   if (result == ZXS_WRITE_OK && truncated) {
     atomic_fetch_add_explicit(&slot->walks_truncated, 1, memory_order_relaxed);
   }
+}
+
+void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs_t* regs) {
+  // The thread may migrate during the sample: it ends on the state it began on.
+  sample_on(percpu_of(zxs_prim_current_cpu()), slot, attach_gen, regs, NULL, 0, 0);
+}
+
+void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
+                          uint64_t ticks, const zxs_regs_t* regs, const void* stack,
+                          size_t stack_len) {
+  // A copy of nothing is still a copy: the PC alone, never the collector's own stack.
+  static const uint64_t kEmpty = 0;
+  sample_on(percpu_of(cpu), slot, attach_gen, regs, stack != NULL ? stack : &kEmpty,
+            stack != NULL ? stack_len : 0, ticks);
 }
 
 void zxs_core_count_dropped(uint32_t cpu, uint64_t n) {
