@@ -20,7 +20,10 @@
 #                 event armed by the program itself: count (no signal: the kernel's interrupt
 #                 alone), signal (+ a real-time signal to an empty handler), oneshot (+ the
 #                 REFRESH re-arm libzxsampler does per sample); floor-none runs it unarmed
-#   zxs-*         zxsampler record -p 1000 (1000 samples/s per thread) or -p 250 (4000/s),
+#   zxs-record-*  zxsampler record --user-only --period 1000 (1000 samples/s per thread) or
+#                 --period 250 (4000/s): out of process, per-CPU rings drained by zxsampler
+#   zxs-*         the library in process (libzxsampler-preload.so preloaded by hand, as
+#                 `zxsampler record` did before it sampled from outside), period 1000 or 250 us,
 #                 ZXSAMPLER_SOURCE=perf-ring (the default), perf (signal) or cputimer
 #   gperf-*       gperftools' CPU profiler (LD_PRELOAD=libprofiler.so), CPUPROFILE_FREQUENCY
 #                 1000 or 4000, its default ITIMER_PROF (process-wide CPU-time timer), and
@@ -46,8 +49,9 @@ mkdir -p "$OUT"
 PW=$BUILD/bench/peer_workload
 IF=$BUILD/bench/interrupt_floor
 ZXS=$BUILD/tools/zxsampler
-for f in "$PW" "$IF" "$ZXS"; do
-  [[ -x $f ]] || { echo "compare_peers: $f not built (BUILD=$BUILD)" >&2; exit 1; }
+PRELOAD=$BUILD/tools/libzxsampler-preload.so
+for f in "$PW" "$IF" "$ZXS" "$PRELOAD"; do
+  [[ -e $f ]] || { echo "compare_peers: $f not built (BUILD=$BUILD)" >&2; exit 1; }
 done
 [[ -x /usr/bin/time ]] || { echo "compare_peers: needs GNU time (apt-get install time)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "compare_peers: needs python3" >&2; exit 1; }
@@ -70,6 +74,8 @@ CONFIGS=(
   "floor-signal-4000|floor:signal:250|4000"
   "floor-oneshot-1000|floor:oneshot:1000|1000"
   "floor-oneshot-4000|floor:oneshot:250|4000"
+  "zxs-record-1000|record:1000|1000"
+  "zxs-record-4000|record:250|4000"
   "zxs-ring-1000|zxs:perf-ring:1000|1000"
   "zxs-ring-4000|zxs:perf-ring:250|4000"
   "zxs-perf-1000|zxs:perf:1000|1000"
@@ -129,8 +135,10 @@ run_one() {
   case $kind in
     base) cmd=("$PW" $WORK_ARGS) ;;
     floor) cmd=("$IF" -m "${rest%%:*}" -p "${rest#*:}" $WORK_ARGS) ;;
-    zxs) env_args=("ZXSAMPLER_SOURCE=${rest%%:*}")
-         cmd=("$ZXS" record -o "$prof" -p "${rest#*:}" -- "$PW" $WORK_ARGS) ;;
+    zxs) env_args=("ZXSAMPLER_SOURCE=${rest%%:*}" "LD_PRELOAD=$PRELOAD" "ZXSAMPLER_OUTPUT=$prof"
+                   "ZXSAMPLER_PERIOD_NS=$((${rest#*:} * 1000))")
+         cmd=("$PW" $WORK_ARGS) ;;
+    record) cmd=("$ZXS" record -q --user-only -o "$prof" --period "$rest" -- "$PW" $WORK_ARGS) ;;
     gperf) env_args=("LD_PRELOAD=$LIBPROFILER" "CPUPROFILE=$prof" "CPUPROFILE_FREQUENCY=${rest#*:}")
            [[ ${rest%%:*} == 1 ]] && env_args+=("CPUPROFILE_REALTIME=1")
            cmd=("$PW" $WORK_ARGS) ;;
@@ -150,7 +158,8 @@ run_one() {
   expected=$(python3 -c "print(round($cpu * $rate))")
   case $kind in
     floor) samples=$(sed -n 's/.* events=\([0-9]*\).*/\1/p' <<<"$line") ;;
-    zxs|perf) samples=$(count_samples "$kind" "$prof") ;;
+    zxs|record) samples=$(count_samples zxs "$prof") ;;
+    perf) samples=$(count_samples "$kind" "$prof") ;;
     gperf) samples=$(count_samples gperf "$prof")
            [[ ${rest%%:*} == 1 ]] && expected=$(python3 -c "print(round($wall * $rate))") ;;
   esac

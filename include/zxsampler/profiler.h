@@ -60,6 +60,21 @@ ZXS_API zx_status_t zxs_profile_convert(const char* in_path, const char* out_pat
                                         zxs_profile_format_t format, char* error,
                                         size_t error_size);
 
+// Which samples a conversion keeps: those of processes with this pid (0: any) and this name
+// (NULL: any). A profile recorded by `zxsampler record` may hold a whole process tree.
+typedef struct zxs_profile_selection {
+  uint64_t pid;
+  const char* name;
+} zxs_profile_selection_t;
+
+// As zxs_profile_convert(), keeping only the samples `selection` names (NULL: all). FXT output
+// is a copy of the input whatever the selection. A selection that matches no sample is not an
+// error: the output says there are no samples.
+ZXS_API zx_status_t zxs_profile_convert_selected(const char* in_path, const char* out_path,
+                                                 zxs_profile_format_t format,
+                                                 const zxs_profile_selection_t* selection,
+                                                 char* error, size_t error_size);
+
 // "fxt", "pprof", "folded", "svg" (or "flamegraph"), "markup", "top". False if unknown.
 ZXS_API bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out);
 

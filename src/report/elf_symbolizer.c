@@ -80,6 +80,8 @@ struct zxs_elf {
   char* path;  // NULL for memory images
   uint8_t build_id[BUILD_ID_MAX];
   size_t build_id_size;
+  zxs_segment_t* segments;  // PT_LOAD segments, in program-header order
+  size_t segment_count;
   char** strtabs;  // owned string tables the names point into
   size_t strtab_count;
   sym_entry_t* syms;
@@ -502,6 +504,26 @@ static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
     }
   }
 
+  // Loaded segments: what a module recorded as mappings needs to find its load bias.
+  size_t loads = 0;
+  for (uint64_t i = 0; status == ZX_OK && i < phnum; i++)
+    loads += le32(phdrs + i * E_PHDR_SIZE) == E_PT_LOAD;
+  if (status == ZX_OK && loads > 0 &&
+      (elf->segments = calloc(loads, sizeof(*elf->segments))) == NULL) {
+    status = ZX_ERR_NO_MEMORY;
+  }
+  for (uint64_t i = 0; status == ZX_OK && i < phnum; i++) {
+    const uint8_t* p = phdrs + i * E_PHDR_SIZE;
+    if (le32(p) != E_PT_LOAD) continue;
+    const uint32_t pf = le32(p + 4);  // PF_X 1, PF_W 2, PF_R 4
+    elf->segments[elf->segment_count++] =
+        (zxs_segment_t){.vaddr = le64(p + 16),
+                        .memsz = le64(p + 40),
+                        .offset = le64(p + 8),
+                        .flags = ((pf & 4) ? ZXS_SEGMENT_R : 0) | ((pf & 2) ? ZXS_SEGMENT_W : 0) |
+                                 ((pf & 1) ? ZXS_SEGMENT_X : 0)};
+  }
+
   // Build ID: loaded notes first (what the running module has), then note sections.
   bool found = false;
   for (uint64_t i = 0; status == ZX_OK && !found && i < phnum; i++) {
@@ -545,6 +567,7 @@ void zxs_elf_close(zxs_elf_t* elf) {
     free(elf->strtabs[i]);
   }
   free(elf->strtabs);
+  free(elf->segments);
   free(elf->syms);
   free(elf->path);
   free(elf);
@@ -629,6 +652,16 @@ zx_status_t zxs_elf_build_id(const zxs_elf_t* elf, const uint8_t** id, size_t* s
   }
   *id = elf->build_id;
   *size = elf->build_id_size;
+  return ZX_OK;
+}
+
+zx_status_t zxs_elf_load_segments(const zxs_elf_t* elf, const zxs_segment_t** segments,
+                                  size_t* count) {
+  if (elf == NULL || segments == NULL || count == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  *segments = elf->segments;
+  *count = elf->segment_count;
   return ZX_OK;
 }
 

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <zxsampler/types.h>
 
+#include "modules.h"
+
 // An opened ELF file. Not thread-safe: use one handle from one thread at a time (libdw's state
 // is created lazily and is not safe for concurrent queries); separate handles are independent.
 typedef struct zxs_elf zxs_elf_t;
@@ -66,6 +68,11 @@ void zxs_elf_close(zxs_elf_t* elf);
 // handle. Returns ZX_OK, ZX_ERR_NOT_FOUND (none, or longer than 64 bytes) or
 // ZX_ERR_INVALID_ARGS.
 zx_status_t zxs_elf_build_id(const zxs_elf_t* elf, const uint8_t** id, size_t* size);
+
+// The file's PT_LOAD segments, in program-header order (*segments points into the handle; NULL
+// with *count 0 when there are none). Returns ZX_OK or ZX_ERR_INVALID_ARGS.
+zx_status_t zxs_elf_load_segments(const zxs_elf_t* elf, const zxs_segment_t** segments,
+                                  size_t* count);
 
 // How many function symbols were indexed (after merging aliases at one address).
 size_t zxs_elf_symbol_count(const zxs_elf_t* elf);

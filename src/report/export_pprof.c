@@ -267,6 +267,7 @@ static bool write_samples(pprof_state_t* st, uint64_t period) {
   uint64_t thread_key = str(st, "thread");
   uint64_t thread_name_key = str(st, "thread_name");
   uint64_t pid_key = str(st, "pid");
+  uint64_t process_key = str(st, "process");
   for (size_t i = 0; i < n; i++) {
     refs[i].sample = &p->samples[i];
     refs[i].frames = p->frames + p->samples[i].first_frame;
@@ -308,10 +309,17 @@ static bool write_samples(pprof_state_t* st, uint64_t period) {
       zxs_pb_varint_field(&st->pb, kLabelStr, str(st, name));
       zxs_pb_end(&st->pb, label);
     }
+    const zxs_profile_process_t* process = zxs_profile_find_process(st->profile, s->pid);
     if (s->pid != 0) {
       label = zxs_pb_begin(&st->pb, kSampleLabel);
       zxs_pb_varint_field(&st->pb, kLabelKey, pid_key);
-      zxs_pb_varint_field(&st->pb, kLabelNum, s->pid);
+      zxs_pb_varint_field(&st->pb, kLabelNum, process != NULL ? process->pid : s->pid);
+      zxs_pb_end(&st->pb, label);
+    }
+    if (process != NULL && process->name[0] != '\0') {
+      label = zxs_pb_begin(&st->pb, kSampleLabel);
+      zxs_pb_varint_field(&st->pb, kLabelKey, process_key);
+      zxs_pb_varint_field(&st->pb, kLabelStr, str(st, process->name));
       zxs_pb_end(&st->pb, label);
     }
     zxs_pb_end(&st->pb, mark);

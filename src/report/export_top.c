@@ -164,11 +164,41 @@ static thread_count_t* count_threads(const zxs_profile_t* p, size_t* count, bool
   return threads;
 }
 
+static int compare_process_samples(const void* a, const void* b) {
+  const zxs_profile_process_t* x = *(const zxs_profile_process_t* const*)a;
+  const zxs_profile_process_t* y = *(const zxs_profile_process_t* const*)b;
+  if (x->samples != y->samples) return x->samples > y->samples ? -1 : 1;
+  return x->koid < y->koid ? -1 : x->koid > y->koid;
+}
+
+// Processes with samples, most first, when there are several.
+static void write_processes(const zxs_profile_t* p, FILE* out) {
+  size_t with_samples = 0;
+  for (size_t i = 0; i < p->process_count; i++) with_samples += p->processes[i].samples > 0;
+  if (with_samples < 2) return;
+  const zxs_profile_process_t** sorted = malloc(with_samples * sizeof(*sorted));
+  if (sorted == NULL) return;
+  size_t n = 0;
+  for (size_t i = 0; i < p->process_count; i++) {
+    if (p->processes[i].samples > 0) sorted[n++] = &p->processes[i];
+  }
+  qsort(sorted, n, sizeof(*sorted), compare_process_samples);
+  fprintf(out, "Processes: %zu\n", n);
+  for (size_t i = 0; i < n; i++) {
+    fprintf(out, "  %8" PRIu64 " ", sorted[i]->samples);
+    write_percent(out, sorted[i]->samples, p->sample_count, 0);
+    fputs("  ", out);
+    write_plain(out, sorted[i]->name[0] != '\0' ? sorted[i]->name : "unknown");
+    fprintf(out, " (pid %" PRIu64 ")\n", sorted[i]->pid);
+  }
+  free(sorted);
+}
+
 static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out) {
   bool named = p->process_name != NULL && p->process_name[0] != '\0';
   fputs("Process: ", out);
   write_plain(out, named ? p->process_name : "unknown");
-  fprintf(out, " (pid %" PRIu64 ")\n", p->pid);
+  fprintf(out, " (pid %" PRIu64 ")\n", p->process_count > 0 ? p->processes[0].pid : p->pid);
   fprintf(out, "Samples: %zu  Threads: %zu  Period: ", p->sample_count, thread_count);
   if (p->period > 0) {
     uint64_t period = (uint64_t)p->period;
@@ -180,7 +210,24 @@ static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out)
     uint64_t ms = (zxs_export_duration_ns(p) + 500000) / 1000000;
     fprintf(out, "  Duration: %" PRIu64 ".%03" PRIu64 " s", ms / 1000, ms % 1000);
   }
-  fputs("\n\n", out);
+  fputs("\nSampled: ", out);
+  fputs(p->sampled == ZXS_PROFILE_SAMPLED_USER_KERNEL ? "user and kernel code"
+                                                      : "user code only (kernel time not seen)",
+        out);
+  if (p->samples_lost > 0) {
+    fprintf(out, "  Lost: %" PRIu64 " samples (", p->samples_lost);
+    write_percent(out, p->samples_lost, p->samples_lost + p->sample_count, 0);
+    fputs(")", out);
+  }
+  if (p->threads_not_attached > 0) {
+    fprintf(out, "  Threads not attached: %" PRIu64, p->threads_not_attached);
+  }
+  if (p->children_not_followed > 0) {
+    fprintf(out, "  Children not followed: %" PRIu64, p->children_not_followed);
+  }
+  fputs("\n", out);
+  write_processes(p, out);
+  fputs("\n", out);
 }
 
 // Labels as in the other exports (control characters are blanked when written).

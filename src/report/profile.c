@@ -42,9 +42,38 @@ void zxs_profile_free(zxs_profile_t* profile) {
     b = next;
   }
   zxs_modules_free(&profile->modules);
+  free(profile->processes);
+  free(profile->kernel_symbols);
   free(profile->threads);
   free(profile->locations);
   free(profile->samples);
   free(profile->frames);
   memset(profile, 0, sizeof(*profile));
+}
+
+const zxs_profile_process_t* zxs_profile_find_process(const zxs_profile_t* profile,
+                                                      zx_koid_t koid) {
+  for (size_t i = 0; i < profile->process_count; i++) {
+    if (profile->processes[i].koid == koid) return &profile->processes[i];
+  }
+  return NULL;
+}
+
+size_t zxs_profile_select(zxs_profile_t* profile, uint64_t pid, const char* name) {
+  size_t kept = 0;
+  for (size_t i = 0; i < profile->process_count; i++) profile->processes[i].samples = 0;
+  zxs_profile_process_t* p = NULL;
+  for (size_t i = 0; i < profile->sample_count; i++) {
+    const zxs_profile_sample_t* s = &profile->samples[i];
+    if (p == NULL || p->koid != s->pid) {  // samples come in runs of one process
+      p = (zxs_profile_process_t*)zxs_profile_find_process(profile, s->pid);
+    }
+    uint64_t real_pid = p != NULL ? p->pid : s->pid;
+    const char* pname = p != NULL ? p->name : "";
+    if ((pid != 0 && real_pid != pid) || (name != NULL && strcmp(pname, name) != 0)) continue;
+    if (p != NULL) p->samples++;
+    profile->samples[kept++] = *s;
+  }
+  profile->sample_count = kept;
+  return kept;
 }

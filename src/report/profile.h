@@ -17,12 +17,37 @@
 typedef struct zxs_profile_location {
   uint64_t address;        // as sampled (a return address is not adjusted here)
   bool is_return_address;  // symbolized at address - 1
+  uint32_t process;        // index into processes: whose address space `address` is in
   int32_t module;          // index into modules.modules, -1 if in none
   uint64_t file_address;   // address - load bias of the module (0 without a module)
   const char* function;    // NULL if unknown
   const char* file;        // NULL if unknown
   uint32_t line;           // 0 if unknown
 } zxs_profile_location_t;
+
+// One process object of the trace (one program image: a process that called exec is a new
+// one). Its modules are modules.modules[module_first .. module_first + module_count), indexed
+// on their own.
+typedef struct zxs_profile_process {
+  zx_koid_t koid;
+  uint64_t pid;      // the OS's process id (the koid's low 32 bits for `zxsampler record`)
+  const char* name;  // "" if unknown
+  size_t module_first, module_count;
+  uint64_t samples;
+} zxs_profile_process_t;
+
+// A kernel function named in the trace: [start, end).
+typedef struct zxs_profile_kernel_symbol {
+  uint64_t start, end;
+  const char* name;
+} zxs_profile_kernel_symbol_t;
+
+// What a trace says about how it was recorded.
+typedef enum zxs_profile_sampled {
+  ZXS_PROFILE_SAMPLED_UNKNOWN = 0,  // in-process sessions: user code only, not stated
+  ZXS_PROFILE_SAMPLED_USER = 1,
+  ZXS_PROFILE_SAMPLED_USER_KERNEL = 2,
+} zxs_profile_sampled_t;
 
 typedef struct zxs_profile_thread {
   zx_koid_t pid;
@@ -41,9 +66,17 @@ typedef struct zxs_profile_sample {
 typedef struct zxs_profile {
   uint64_t ticks_per_second;  // non-zero
   zx_duration_t period;       // sampling period in ns (0 if unknown)
-  zx_koid_t pid;
-  const char* process_name;  // "" if unknown
-  zxs_module_list_t modules;
+  zx_koid_t pid;              // the first process's koid
+  const char* process_name;   // the first process's name; "" if unknown
+  zxs_profile_process_t* processes;
+  size_t process_count;
+  zxs_profile_sampled_t sampled;
+  uint64_t samples_lost;           // the recorder could not store them
+  uint64_t children_not_followed;  // recorded with --no-inherit
+  uint64_t threads_not_attached;
+  zxs_profile_kernel_symbol_t* kernel_symbols;  // sorted by start
+  size_t kernel_symbol_count;
+  zxs_module_list_t modules;  // every process's modules, one range per process (see above)
   zxs_profile_thread_t* threads;
   size_t thread_count;
   zxs_profile_location_t* locations;
@@ -59,6 +92,13 @@ typedef struct zxs_profile {
 // Writes into buf (always NUL-terminated) and returns buf.
 const char* zxs_profile_location_label(const zxs_profile_t* profile, uint32_t location, char* buf,
                                        size_t buf_size);
+
+// The process of a sample (the entry whose koid is the sample's pid), or NULL.
+const zxs_profile_process_t* zxs_profile_find_process(const zxs_profile_t* profile, zx_koid_t koid);
+
+// Keeps only the samples of processes whose pid is `pid` (0: any) and whose name is `name`
+// (NULL: any); the rest of the profile stays as it is. Returns how many samples are left.
+size_t zxs_profile_select(zxs_profile_t* profile, uint64_t pid, const char* name);
 
 // A copy of `s` owned by the profile (freed with it); NULL on allocation failure.
 const char* zxs_profile_strdup(zxs_profile_t* profile, const char* s);

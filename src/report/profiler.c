@@ -106,13 +106,16 @@ static zx_status_t export_profile(const zxs_profile_t* profile, zxs_profile_form
 }
 
 static zx_status_t convert_buffer(const void* trace, size_t size, FILE* out,
-                                  zxs_profile_format_t format, char* error, size_t error_size) {
+                                  zxs_profile_format_t format,
+                                  const zxs_profile_selection_t* selection, char* error,
+                                  size_t error_size) {
   if (format == ZXS_FORMAT_FXT) {
     return fwrite(trace, 1, size, out) == size ? ZX_OK : ZX_ERR_IO;
   }
   zxs_profile_t profile;
   zx_status_t status = zxs_profile_from_trace(trace, size, &profile, error, error_size);
   if (status != ZX_OK) return status;
+  if (selection != NULL) zxs_profile_select(&profile, selection->pid, selection->name);
   status = export_profile(&profile, format, out);
   zxs_profile_free(&profile);
   return status;
@@ -139,7 +142,7 @@ zx_status_t zxs_profiler_stop(const char* path, zxs_profile_format_t format) {
     if (out == NULL) {
       status = ZX_ERR_IO;
     } else {
-      status = convert_buffer(trace, size, out, format, NULL, 0);
+      status = convert_buffer(trace, size, out, format, NULL, NULL, 0);
       if (fclose(out) != 0 && status == ZX_OK) status = ZX_ERR_IO;
     }
   }
@@ -194,6 +197,13 @@ static zx_status_t read_file(const char* path, void** data, size_t* size, char* 
 
 zx_status_t zxs_profile_convert(const char* in_path, const char* out_path,
                                 zxs_profile_format_t format, char* error, size_t error_size) {
+  return zxs_profile_convert_selected(in_path, out_path, format, NULL, error, error_size);
+}
+
+zx_status_t zxs_profile_convert_selected(const char* in_path, const char* out_path,
+                                         zxs_profile_format_t format,
+                                         const zxs_profile_selection_t* selection, char* error,
+                                         size_t error_size) {
   if (error != NULL && error_size > 0) error[0] = '\0';
   if (in_path == NULL || out_path == NULL || format > ZXS_FORMAT_TOP) return ZX_ERR_INVALID_ARGS;
   void* trace;
@@ -207,7 +217,7 @@ zx_status_t zxs_profile_convert(const char* in_path, const char* out_path,
     free(trace);
     return ZX_ERR_IO;
   }
-  status = convert_buffer(trace, size, out, format, error, error_size);
+  status = convert_buffer(trace, size, out, format, selection, error, error_size);
   if ((to_stdout ? fflush(out) : fclose(out)) != 0 && status == ZX_OK) {
     set_error(error, error_size, "cannot write", out_path);
     status = ZX_ERR_IO;

@@ -20,6 +20,19 @@
 #define ZXS_TRACE_CATEGORY "zxsampler"
 #define ZXS_TRACE_MODULES_NAME "modules"
 #define ZXS_TRACE_PERIOD_ARG "sampling_period_ns"
+// Written by `zxsampler record` (absent from in-process traces):
+// on each process: its pid (the koid of a process that an exec replaced is
+// pid | generation << 32) and what was sampled ("user" or "user+kernel");
+#define ZXS_TRACE_PID_ARG "pid"
+#define ZXS_TRACE_SAMPLED_ARG "sampled"
+// on the first process: what the whole recording lost or left out;
+#define ZXS_TRACE_LOST_ARG "samples_lost"
+#define ZXS_TRACE_CHILDREN_NOT_FOLLOWED_ARG "children_not_followed"
+#define ZXS_TRACE_THREADS_NOT_ATTACHED_ARG "threads_not_attached"
+// the modules of each process as a Large BLOB *with* metadata named "modules" whose thread
+// reference names the process (thread koid 0); and the kernel functions sampled, an attachment
+// of lines "START END NAME" (hex addresses).
+#define ZXS_TRACE_KERNEL_SYMBOLS_NAME "kernel-symbols"
 
 // Writes the trace file of a stopped session (`iob` needs READ, MAP and INSPECT), with the
 // modules loaded now. Statuses: the handle's, ZX_ERR_NO_MEMORY, ZX_ERR_IO (stream error),

@@ -142,13 +142,16 @@ zx_status_t zxs_modules_from_markup(const char* text, size_t size, zxs_module_li
 
 typedef struct {
   zxs_profile_t* profile;
-  size_t location_cap, sample_cap, frame_cap, thread_cap;
+  size_t location_cap, sample_cap, frame_cap, thread_cap, process_cap, kernel_symbol_cap;
   uint32_t* table;  // open addressing: location index + 1, 0 = empty
   size_t table_size;
+  zxs_module_list_t* modules;  // per process, until they are joined into profile->modules
+  size_t last_process;         // of the last sample: samples come in runs
 } builder_t;
 
-static uint64_t hash_location(uint64_t address, bool ra) {
-  uint64_t h = (address ^ (ra ? 0x9e3779b97f4a7c15u : 0)) * 0xff51afd7ed558ccdu;
+static uint64_t hash_location(uint32_t process, uint64_t address, bool ra) {
+  uint64_t h =
+      (address ^ (ra ? 0x9e3779b97f4a7c15u : 0) ^ ((uint64_t)process << 40)) * 0xff51afd7ed558ccdu;
   return h ^ (h >> 29);
 }
 
@@ -169,7 +172,7 @@ static bool rehash(builder_t* b) {
   if (table == NULL) return false;
   for (size_t i = 0; i < b->profile->location_count; i++) {
     const zxs_profile_location_t* loc = &b->profile->locations[i];
-    size_t slot = hash_location(loc->address, loc->is_return_address) & (size - 1);
+    size_t slot = hash_location(loc->process, loc->address, loc->is_return_address) & (size - 1);
     while (table[slot] != 0) slot = (slot + 1) & (size - 1);
     table[slot] = (uint32_t)i + 1;
   }
@@ -179,24 +182,50 @@ static bool rehash(builder_t* b) {
   return true;
 }
 
-// The index of location (address, ra), added if new; UINT32_MAX on allocation failure.
-static uint32_t intern_location(builder_t* b, uint64_t address, bool ra) {
+// The index of location (process, address, ra), added if new; UINT32_MAX on allocation failure.
+static uint32_t intern_location(builder_t* b, uint32_t process, uint64_t address, bool ra) {
   zxs_profile_t* p = b->profile;
   if (2 * (p->location_count + 1) > b->table_size && !rehash(b)) return UINT32_MAX;
-  size_t slot = hash_location(address, ra) & (b->table_size - 1);
+  size_t slot = hash_location(process, address, ra) & (b->table_size - 1);
   while (b->table[slot] != 0) {
     const zxs_profile_location_t* loc = &p->locations[b->table[slot] - 1];
-    if (loc->address == address && loc->is_return_address == ra) return b->table[slot] - 1;
+    if (loc->address == address && loc->is_return_address == ra && loc->process == process) {
+      return b->table[slot] - 1;
+    }
     slot = (slot + 1) & (b->table_size - 1);
   }
   if (!grow((void**)&p->locations, &b->location_cap, p->location_count + 1,
             sizeof(*p->locations))) {
     return UINT32_MAX;
   }
-  p->locations[p->location_count] =
-      (zxs_profile_location_t){.address = address, .is_return_address = ra, .module = -1};
+  p->locations[p->location_count] = (zxs_profile_location_t){
+      .address = address, .is_return_address = ra, .process = process, .module = -1};
   b->table[slot] = (uint32_t)p->location_count + 1;
   return (uint32_t)p->location_count++;
+}
+
+// The index of the process with `koid`, added (unnamed) if new; SIZE_MAX without memory.
+static size_t find_process(builder_t* b, zx_koid_t koid) {
+  zxs_profile_t* p = b->profile;
+  if (b->last_process < p->process_count && p->processes[b->last_process].koid == koid) {
+    return b->last_process;
+  }
+  for (size_t i = 0; i < p->process_count; i++) {
+    if (p->processes[i].koid == koid) return b->last_process = i;
+  }
+  size_t cap = b->process_cap;
+  if (!grow((void**)&p->processes, &b->process_cap, p->process_count + 1, sizeof(*p->processes))) {
+    return SIZE_MAX;
+  }
+  if (b->process_cap != cap) {
+    zxs_module_list_t* grown = realloc(b->modules, b->process_cap * sizeof(*grown));
+    if (grown == NULL) return SIZE_MAX;
+    b->modules = grown;
+  }
+  memset(&b->modules[p->process_count], 0, sizeof(b->modules[0]));
+  p->processes[p->process_count] = (zxs_profile_process_t){.koid = koid, .pid = koid, .name = ""};
+  if (p->process_count == 0) p->pid = koid;
+  return b->last_process = p->process_count++;
 }
 
 static zx_status_t add_thread(builder_t* b, zx_koid_t pid, zx_koid_t tid, const char* name,
@@ -205,7 +234,7 @@ static zx_status_t add_thread(builder_t* b, zx_koid_t pid, zx_koid_t tid, const 
   char buf[256];
   snprintf(buf, sizeof(buf), "%.*s", (int)(len < 255 ? len : 255), name != NULL ? name : "");
   for (size_t i = 0; i < p->thread_count; i++) {
-    if (p->threads[i].tid == tid) {
+    if (p->threads[i].tid == tid && p->threads[i].pid == pid) {
       if (buf[0] != '\0') p->threads[i].name = zxs_profile_strdup(p, buf);
       return p->threads[i].name != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
     }
@@ -230,11 +259,14 @@ static zx_status_t add_sample(builder_t* b, const zxs_fxt_record_t* rec) {
       !grow((void**)&p->frames, &b->frame_cap, p->frame_count + depth, sizeof(*p->frames))) {
     return ZX_ERR_NO_MEMORY;
   }
+  const size_t process = find_process(b, blob->thread.process_koid);
+  if (process == SIZE_MAX) return ZX_ERR_NO_MEMORY;
+  p->processes[process].samples++;
   const uint8_t* payload = blob->payload.data;
   for (size_t i = 0; i < depth; i++) {
     uint64_t pc = 0;  // little-endian words, whatever the host
     for (int k = 7; k >= 0; k--) pc = (pc << 8) | payload[8 * i + (size_t)k];
-    uint32_t loc = intern_location(b, pc, i > 0);
+    uint32_t loc = intern_location(b, (uint32_t)process, pc, i > 0);
     if (loc == UINT32_MAX) return ZX_ERR_NO_MEMORY;
     p->frames[p->frame_count + i] = loc;
   }
@@ -266,15 +298,43 @@ static zxs_elf_t* open_module(const zxs_module_t* m) {
   return elf;
 }
 
+// Kernel addresses have the top bit set on the 64-bit architectures we record.
+static bool is_kernel_address(uint64_t address) { return (address >> 63) != 0; }
+
+static const zxs_profile_kernel_symbol_t* find_kernel_symbol(const zxs_profile_t* p,
+                                                             uint64_t address) {
+  size_t lo = 0, hi = p->kernel_symbol_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p->kernel_symbols[mid].start <= address) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == 0) return NULL;
+  const zxs_profile_kernel_symbol_t* sym = &p->kernel_symbols[lo - 1];
+  return address < sym->end ? sym : NULL;
+}
+
 static zx_status_t symbolize(zxs_profile_t* p) {
   zxs_elf_t** elves = calloc(p->modules.count + 1, sizeof(*elves));
   bool* tried = calloc(p->modules.count + 1, sizeof(*tried));
   zx_status_t status = elves != NULL && tried != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
   for (size_t i = 0; i < p->location_count && status == ZX_OK; i++) {
     zxs_profile_location_t* loc = &p->locations[i];
+    if (is_kernel_address(loc->address)) {
+      const uint64_t at = loc->is_return_address ? loc->address - 1 : loc->address;
+      const zxs_profile_kernel_symbol_t* sym = find_kernel_symbol(p, at);
+      loc->function = sym != NULL ? sym->name : "[kernel]";
+      continue;
+    }
+    const zxs_profile_process_t* process = &p->processes[loc->process];
+    const zxs_module_list_t view = {.modules = p->modules.modules + process->module_first,
+                                    .count = process->module_count};
     const zxs_module_t* m;
     uint64_t file_address;
-    if (zxs_modules_file_address(&p->modules, loc->address,
+    if (zxs_modules_file_address(&view, loc->address,
                                  loc->is_return_address ? ZXS_MODULES_RETURN_ADDRESS : 0, &m,
                                  &file_address) != ZX_OK) {
       continue;
@@ -309,6 +369,65 @@ static zx_status_t symbolize(zxs_profile_t* p) {
   return status;
 }
 
+// Joins the per-process module lists into profile->modules, one range per process, each
+// indexed on its own (the lists' strings and segments move, not copied).
+static zx_status_t join_modules(builder_t* b) {
+  zxs_profile_t* p = b->profile;
+  size_t total = 0;
+  for (size_t i = 0; i < p->process_count; i++) total += b->modules[i].count;
+  zxs_module_t* all = total > 0 ? calloc(total, sizeof(*all)) : NULL;
+  if (total > 0 && all == NULL) return ZX_ERR_NO_MEMORY;
+  size_t at = 0;
+  for (size_t i = 0; i < p->process_count; i++) {
+    zxs_module_list_t* list = &b->modules[i];
+    p->processes[i].module_first = at;
+    p->processes[i].module_count = list->count;
+    if (list->count > 0) memcpy(all + at, list->modules, list->count * sizeof(*all));
+    at += list->count;
+    free(list->modules);
+    *list = (zxs_module_list_t){0};
+  }
+  p->modules = (zxs_module_list_t){.modules = all, .count = total};
+  return ZX_OK;
+}
+
+static int compare_kernel_symbols(const void* a, const void* b) {
+  const zxs_profile_kernel_symbol_t* x = a;
+  const zxs_profile_kernel_symbol_t* y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+// Lines "START END NAME" (hex addresses).
+static zx_status_t read_kernel_symbols(builder_t* b, const char* text, size_t size) {
+  zxs_profile_t* p = b->profile;
+  for (const char* line = text; line < text + size;) {
+    const char* eol = memchr(line, '\n', (size_t)(text + size - line));
+    if (eol == NULL) eol = text + size;
+    char buf[320];
+    size_t len = (size_t)(eol - line) < sizeof(buf) - 1 ? (size_t)(eol - line) : sizeof(buf) - 1;
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    unsigned long long start, end;
+    char name[257];
+    if (sscanf(buf, "%llx %llx %256s", &start, &end, name) == 3 && start < end) {
+      if (!grow((void**)&p->kernel_symbols, &b->kernel_symbol_cap, p->kernel_symbol_count + 1,
+                sizeof(*p->kernel_symbols))) {
+        return ZX_ERR_NO_MEMORY;
+      }
+      const char* copy = zxs_profile_strdup(p, name);
+      if (copy == NULL) return ZX_ERR_NO_MEMORY;
+      p->kernel_symbols[p->kernel_symbol_count++] =
+          (zxs_profile_kernel_symbol_t){.start = start, .end = end, .name = copy};
+    }
+    line = eol + 1;
+  }
+  if (p->kernel_symbol_count > 1) {
+    qsort(p->kernel_symbols, p->kernel_symbol_count, sizeof(*p->kernel_symbols),
+          compare_kernel_symbols);
+  }
+  return ZX_OK;
+}
+
 // --- The file ---------------------------------------------------------------------------------
 
 static bool str_is(const zxs_fxt_str_ref_t* ref, const char* s) {
@@ -323,24 +442,57 @@ static void set_error(char* error, size_t size, const char* format, ...) {
   va_end(args);
 }
 
+static zx_status_t copy_name(zxs_profile_t* p, const zxs_fxt_str_ref_t* ref, const char** out) {
+  char name[256];
+  snprintf(name, sizeof(name), "%.*s", (int)(ref->len < 255 ? ref->len : 255),
+           ref->data != NULL ? ref->data : "");
+  *out = zxs_profile_strdup(p, name);
+  return *out != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
+}
+
+static zx_status_t read_process(builder_t* b, const zxs_fxt_record_t* rec) {
+  zxs_profile_t* p = b->profile;
+  const size_t index = find_process(b, rec->kernel_object.koid);
+  if (index == SIZE_MAX) return ZX_ERR_NO_MEMORY;
+  zxs_profile_process_t* process = &p->processes[index];
+  zx_status_t status = copy_name(p, &rec->kernel_object.name, &process->name);
+  if (status != ZX_OK) return status;
+  if (index == 0) p->process_name = process->name;
+  for (size_t i = 0; i < rec->num_args; i++) {
+    const zxs_fxt_arg_t* arg = &rec->args[i];
+    if (arg->type == ZXS_FXT_ARG_STRING && str_is(&arg->name, ZXS_TRACE_SAMPLED_ARG)) {
+      p->sampled = str_is(&arg->str, "user+kernel") ? ZXS_PROFILE_SAMPLED_USER_KERNEL
+                                                    : ZXS_PROFILE_SAMPLED_USER;
+    }
+    if (arg->type != ZXS_FXT_ARG_UINT64) continue;
+    if (str_is(&arg->name, ZXS_TRACE_PERIOD_ARG)) p->period = (zx_duration_t)arg->u64;
+    if (str_is(&arg->name, ZXS_TRACE_PID_ARG)) process->pid = arg->u64;
+    if (str_is(&arg->name, ZXS_TRACE_LOST_ARG)) p->samples_lost += arg->u64;
+    if (str_is(&arg->name, ZXS_TRACE_CHILDREN_NOT_FOLLOWED_ARG)) {
+      p->children_not_followed += arg->u64;
+    }
+    if (str_is(&arg->name, ZXS_TRACE_THREADS_NOT_ATTACHED_ARG)) {
+      p->threads_not_attached += arg->u64;
+    }
+  }
+  return ZX_OK;
+}
+
+// The modules of process `koid` (a second list for the same process replaces the first).
+static zx_status_t read_modules(builder_t* b, zx_koid_t koid, const zxs_fxt_bytes_t* payload) {
+  const size_t index = find_process(b, koid);
+  if (index == SIZE_MAX) return ZX_ERR_NO_MEMORY;
+  zxs_modules_free(&b->modules[index]);
+  return zxs_modules_from_markup((const char*)payload->data, payload->size, &b->modules[index]);
+}
+
 static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
   zxs_profile_t* p = b->profile;
   switch (rec->kind) {
     case ZXS_FXT_RECORD_KERNEL_OBJECT: {
       const zxs_fxt_kernel_object_t* obj = &rec->kernel_object;
-      if (obj->obj_type == ZX_OBJ_TYPE_PROCESS) {
-        p->pid = obj->koid;
-        char name[256];
-        snprintf(name, sizeof(name), "%.*s", (int)(obj->name.len < 255 ? obj->name.len : 255),
-                 obj->name.data != NULL ? obj->name.data : "");
-        if ((p->process_name = zxs_profile_strdup(p, name)) == NULL) return ZX_ERR_NO_MEMORY;
-        for (size_t i = 0; i < rec->num_args; i++) {
-          if (str_is(&rec->args[i].name, ZXS_TRACE_PERIOD_ARG) &&
-              rec->args[i].type == ZXS_FXT_ARG_UINT64) {
-            p->period = (zx_duration_t)rec->args[i].u64;
-          }
-        }
-      } else if (obj->obj_type == ZX_OBJ_TYPE_THREAD) {
+      if (obj->obj_type == ZX_OBJ_TYPE_PROCESS) return read_process(b, rec);
+      if (obj->obj_type == ZX_OBJ_TYPE_THREAD) {
         zx_koid_t pid = 0;
         for (size_t i = 0; i < rec->num_args; i++) {
           if (str_is(&rec->args[i].name, "process") && rec->args[i].type == ZXS_FXT_ARG_KOID) {
@@ -352,16 +504,22 @@ static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
       return ZX_OK;
     }
     case ZXS_FXT_RECORD_ATTACHMENT:
-      if (str_is(&rec->blob.category, ZXS_TRACE_CATEGORY) &&
-          str_is(&rec->blob.name, ZXS_TRACE_MODULES_NAME)) {
-        zxs_modules_free(&p->modules);
-        return zxs_modules_from_markup((const char*)rec->blob.payload.data, rec->blob.payload.size,
-                                       &p->modules);
+      if (!str_is(&rec->blob.category, ZXS_TRACE_CATEGORY)) return ZX_OK;
+      // In-process traces: one process, whose record came first.
+      if (str_is(&rec->blob.name, ZXS_TRACE_MODULES_NAME)) {
+        return read_modules(b, p->process_count > 0 ? p->processes[0].koid : 0, &rec->blob.payload);
+      }
+      if (str_is(&rec->blob.name, ZXS_TRACE_KERNEL_SYMBOLS_NAME)) {
+        return read_kernel_symbols(b, (const char*)rec->blob.payload.data, rec->blob.payload.size);
       }
       return ZX_OK;
     case ZXS_FXT_RECORD_LARGE_BLOB:
       // The sampler's records: empty category and name.
       if (rec->blob.category.len == 0 && rec->blob.name.len == 0) return add_sample(b, rec);
+      if (str_is(&rec->blob.category, ZXS_TRACE_CATEGORY) &&
+          str_is(&rec->blob.name, ZXS_TRACE_MODULES_NAME)) {
+        return read_modules(b, rec->blob.thread.process_koid, &rec->blob.payload);
+      }
       return ZX_OK;
     default:
       return ZX_OK;
@@ -393,11 +551,19 @@ zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t*
   out->ticks_per_second = reader.ticks_per_second != 0 ? reader.ticks_per_second : 1000000000u;
   zxs_fxt_reader_destroy(&reader);
   free(b.table);
+  if (status == ZX_OK) {
+    status = join_modules(&b);
+  }
+  for (size_t i = 0; b.modules != NULL && i < out->process_count; i++) {
+    zxs_modules_free(&b.modules[i]);
+  }
+  free(b.modules);
   // Threads seen only in samples still get an entry.
   for (size_t i = 0; status == ZX_OK && i < out->sample_count; i++) {
-    bool known = false;
+    const zxs_profile_sample_t* s = &out->samples[i];
+    bool known = i > 0 && s->tid == s[-1].tid && s->pid == s[-1].pid;
     for (size_t t = 0; t < out->thread_count && !known; t++) {
-      known = out->threads[t].tid == out->samples[i].tid;
+      known = out->threads[t].tid == s->tid && out->threads[t].pid == s->pid;
     }
     if (!known) status = add_thread(&b, out->samples[i].pid, out->samples[i].tid, "", 0);
   }

@@ -1031,6 +1031,7 @@ static void test_top(void** state) {
   assert_string_equal(text,
                       "Process: app (pid 100)\n"
                       "Samples: 7  Threads: 3  Period: 1000000 ns (1000 Hz)  Duration: 0.007 s\n"
+                      "Sampled: user code only (kernel time not seen)\n"
                       "\n"
                       "    Self    Self%    Total   Total%  Function\n"
                       "       4   57.14%        4   57.14%  leaf<a&b>\n"
@@ -1111,6 +1112,7 @@ static void test_empty_profile(void** state) {
   assert_string_equal(text,
                       "Process: unknown (pid 0)\n"
                       "Samples: 0  Threads: 0  Period: unknown\n"
+                      "Sampled: user code only (kernel time not seen)\n"
                       "\n"
                       "No samples.\n");
   free(text);

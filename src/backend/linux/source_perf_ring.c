@@ -44,6 +44,7 @@
 #include <zxsampler/sampler.h>
 
 #include "linux_internal.h"
+#include "perf_regs.h"
 #include "platform.h"
 #include "sampling.h"
 
@@ -66,20 +67,6 @@
 // the stack copy.
 #define RECORD_OVERHEAD 88u
 
-#if defined(__x86_64__)
-#include <asm/perf_regs.h>
-// The registers the walk needs; the kernel writes them in ascending bit order.
-#define REGS_MASK \
-  ((1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP))
-#elif defined(__aarch64__)
-#include <asm/perf_regs.h>
-#define REGS_MASK \
-  ((1ull << PERF_REG_ARM64_X29) | (1ull << PERF_REG_ARM64_SP) | (1ull << PERF_REG_ARM64_PC))
-#else
-#error "source_perf_ring.c: name the frame pointer, stack pointer and pc perf registers"
-#endif
-// Their positions in the sample: fp, sp, pc on both.
-enum { REG_FP = 0, REG_SP = 1, REG_PC = 2, REG_COUNT = 3 };
 
 typedef struct ring {
   zxs_thread_slot_t* slot;  // NULL: entry unused
@@ -123,7 +110,7 @@ static int ring_open(pid_t tid, zx_duration_t period, size_t data_size) {
   zxs_linux_task_clock_attr(&attr, period);
   attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
                      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-  attr.sample_regs_user = REGS_MASK;
+  attr.sample_regs_user = ZXS_PERF_REGS_MASK;
   attr.sample_stack_user = g_stack_copy;
   attr.read_format = PERF_FORMAT_LOST;  // Linux 6.0
   attr.use_clockid = 1;
@@ -175,7 +162,7 @@ static void ring_copy(const ring_t* r, uint64_t pos, void* out, size_t len) {
 
 static void handle_sample(ring_t* r, const uint64_t* w, size_t words) {
   // {pid, tid} {time} {cpu, res} {abi} {regs[REG_COUNT]} {size} {data[size]} {dyn_size}
-  enum { CPU = 2, ABI = 3, REGS = 4, SIZE = REGS + REG_COUNT, DATA = SIZE + 1 };
+  enum { CPU = 2, ABI = 3, REGS = 4, SIZE = REGS + ZXS_PERF_REG_COUNT, DATA = SIZE + 1 };
   if (words <= CPU) return;
   const uint32_t cpu = (uint32_t)w[CPU];
   r->last_cpu = cpu;
@@ -183,7 +170,9 @@ static void handle_sample(ring_t* r, const uint64_t* w, size_t words) {
     zxs_core_count_dropped(cpu, 1);  // no user registers (not with exclude_kernel)
     return;
   }
-  const zxs_regs_t regs = {.pc = w[REGS + REG_PC], .fp = w[REGS + REG_FP], .sp = w[REGS + REG_SP]};
+  const zxs_regs_t regs = {.pc = w[REGS + ZXS_PERF_REG_PC],
+                           .fp = w[REGS + ZXS_PERF_REG_FP],
+                           .sp = w[REGS + ZXS_PERF_REG_SP]};
   const uint64_t size = w[SIZE];
   uint64_t copied = 0;
   if (size > 0 && size % 8 == 0 && size / 8 < words - DATA) {

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# `zxsampler record` never changes a run and never loses one: every way a program can end,
+# shells and exec shims, process trees, attaching to a running process, static programs, kernel
+# time, bad input, and a long run with a small buffer.
+#
+#   test_record_tree.sh ZXSAMPLER TARGET TARGET_STATIC
+#
+# TARGET is tests/backend/record_target.c built as usual, TARGET_STATIC the same linked
+# statically ("" when the toolchain cannot).
+set -u
+
+if [ $# -ne 3 ]; then
+  echo "usage: $0 ZXSAMPLER TARGET TARGET_STATIC" >&2
+  exit 2
+fi
+ZXS=$1
+TARGET=$2
+STATIC=$3
+
+# shellcheck source=check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
+
+# The status a shell gives COMMAND (128 + N for a death by signal N).
+status_of() { sh -c '"$@" >/dev/null 2>&1; echo $?' sh "$@"; }
+
+# record_run NAME ARGS...: records ARGS into $T/NAME.fxt, the recorder's status as `sh` sees it
+# into $T/NAME.status, and its output into $T/NAME.out / .err; then reports into $T/NAME.txt.
+record_run() {
+  local name=$1
+  shift
+  sh -c '"$@"; echo $? >"'"$T/$name.status"'"' sh "$ZXS" record -o "$T/$name.fxt" "$@" \
+    >"$T/$name.out" 2>"$T/$name.err"
+  "$ZXS" report "$T/$name.fxt" >"$T/$name.txt" 2>&1
+}
+recorded_status() { cat "$T/$1.status"; }
+samples_of() { sed -nE 's/^Samples: ([0-9]+).*/\1/p' "$T/$1.txt" | head -n 1; }
+
+# --- 1. Every way to end: the program's own status, and a profile ------------------------------
+
+for mode in return exit _exit _Exit thread_exit abort segv kill9 exec vfork; do
+  expected=$(status_of "$TARGET" "$mode")
+  record_run "end-$mode" -- "$TARGET" "$mode"
+  got=$(recorded_status "end-$mode")
+  check "$mode: record exits as the program does ($expected; got $got: $(tr '\n' ' ' <"$T/end-$mode.err"))" \
+    [ "$got" = "$expected" ]
+  check "$mode: a profile was written" [ -s "$T/end-$mode.fxt" ]
+  check "$mode: the profile names spin_main ($(sed -n 2p "$T/end-$mode.txt"))" \
+    grep -qw spin_main "$T/end-$mode.txt"
+done
+check "thread_exit: the exiting thread was sampled too" grep -qw spin_thread "$T/end-thread_exit.txt"
+check "exec: the program it became is a process of its own" grep -qE '^ .* sh \(pid' "$T/end-exec.txt"
+
+# --- 2. Nothing of the program's behaviour changes -----------------------------------------------
+
+# Output, file descriptors, environment, ignored and blocked signals, process group.
+probe='echo out; echo err >&2; ls /proc/self/fd | sort | tr "\n" " "; echo;
+  env | grep -cE "^(LD_PRELOAD|ZXSAMPLER)" ; grep -E "^Sig(Ign|Blk)" /proc/self/status;
+  [ "$(ps -o pgid= $$)" = "$(ps -o pgid= $PPID)" ] && echo same-pgrp'
+(trap '' USR2; sh -c "$probe" >"$T/native.out" 2>"$T/native.err" 3</dev/null)
+(trap '' USR2; "$ZXS" record -o "$T/probe.fxt" -- sh -c "$probe" >"$T/probe.out" \
+  2>"$T/probe.err" 3</dev/null)
+grep -v '^zxsampler: ' "$T/probe.err" >"$T/probe.err.program"
+check "the program's stdout is the same under the recorder ($(tr '\n' ' ' <"$T/probe.out"))" \
+  cmp -s "$T/native.out" "$T/probe.out"
+check "the program's stderr is the same under the recorder" \
+  cmp -s "$T/native.err" "$T/probe.err.program"
+
+# --- 3. Shells and shims --------------------------------------------------------------------------
+
+record_run sh-exit -- sh -c "\"$TARGET\" spin 0.3; exit 7"
+check "sh -c 'prog; exit 7': status 7 (got $(recorded_status sh-exit))" [ "$(recorded_status sh-exit)" = 7 ]
+check "sh -c 'prog; exit 7': the program's samples are there" grep -qw spin_main "$T/sh-exit.txt"
+for _ in 1 2 3 4 5; do
+  record_run sh-true -- sh -c true
+  [ "$(recorded_status sh-true)" = 0 ] || break
+done
+check "sh -c true: status 0, five times (got $(recorded_status sh-true))" [ "$(recorded_status sh-true)" = 0 ]
+printf '#!/bin/sh\nexec "%s" "$@"\n' "$TARGET" >"$T/shim"
+chmod +x "$T/shim"
+record_run shim -- "$T/shim" spin 0.3
+check "a shell shim that execs the program: its samples are there" grep -qw spin_main "$T/shim.txt"
+check "a shell shim: status 0 (got $(recorded_status shim))" [ "$(recorded_status shim)" = 0 ]
+
+# --- 4. Process trees -----------------------------------------------------------------------------
+
+record_run tree -- "$TARGET" tree 0.3
+for f in level0 level1 level2; do
+  check "a three-level tree: $f was sampled" grep -qw "$f" "$T/tree.txt"
+done
+check "a three-level tree: the report lists 3 processes" grep -q '^Processes: 3' "$T/tree.txt"
+root=$(sed -nE 's/^Process: .* \(pid ([0-9]+)\)$/\1/p' "$T/tree.txt")
+"$ZXS" report --pid "$root" "$T/tree.fxt" >"$T/tree-root.txt" 2>&1
+check "report --pid ROOT: level0 only" sh -c "grep -qw level0 '$T/tree-root.txt' && ! grep -qwE 'level1|level2' '$T/tree-root.txt'"
+"$ZXS" report --comm nosuchname "$T/tree.fxt" >"$T/tree-none.txt" 2>&1
+check "report --comm with no match: 0 samples" grep -q '^Samples: 0 ' "$T/tree-none.txt"
+"$ZXS" report -f pprof -o "$T/tree.pb.gz" "$T/tree.fxt"
+check "pprof of a tree carries process labels" sh -c "gzip -dc '$T/tree.pb.gz' | grep -qa record_target"
+record_run tree-noinherit --no-inherit -- "$TARGET" tree 0.3
+check "--no-inherit: only the first process" sh -c "grep -qw level0 '$T/tree-noinherit.txt' && ! grep -qwE 'level1|level2' '$T/tree-noinherit.txt'"
+check "--no-inherit: says how many children it did not follow" \
+  grep -q '1 child process not followed' "$T/tree-noinherit.err"
+
+# --- 5. A running process (-p) ------------------------------------------------------------------
+
+"$TARGET" spin 30 &
+BG=$!
+sleep 0.3
+sh -c '"$@"; echo $? >"'"$T/attach.status"'"' sh "$ZXS" record -p "$BG" -d 1 -o "$T/attach.fxt" \
+  >"$T/attach.out" 2>"$T/attach.err"
+"$ZXS" report "$T/attach.fxt" >"$T/attach.txt" 2>&1
+check "-p PID -d 1: exits 0 (got $(recorded_status attach): $(tr '\n' ' ' <"$T/attach.err"))" \
+  [ "$(recorded_status attach)" = 0 ]
+check "-p PID: the running program's samples" grep -qw spin_main "$T/attach.txt"
+check "-p PID: the process kept running" kill -0 "$BG"
+kill -KILL "$BG"
+wait "$BG" 2>/dev/null
+BG=""
+"$TARGET" spin 0.5 &
+BG=$!
+sleep 0.1
+timeout 20 "$ZXS" record -p "$BG" -o "$T/attach-end.fxt" >/dev/null 2>&1
+check "-p PID without a duration ends when the process does (status $?)" [ -s "$T/attach-end.fxt" ]
+wait "$BG" 2>/dev/null
+BG=""
+
+# --- 6. Statically linked programs ----------------------------------------------------------------
+
+if [ -n "$STATIC" ]; then
+  record_run static -- "$STATIC" _exit
+  check "a static program: status 3 (got $(recorded_status static))" [ "$(recorded_status static)" = 3 ]
+  check "a static program: its functions named" grep -qw spin_main "$T/static.txt"
+else
+  echo "SKIP: no static build of the target (no static libc)"
+fi
+
+# --- 7. Kernel time -----------------------------------------------------------------------------
+
+record_run kernel -- "$TARGET" syscalls 0.5
+if grep -q '(user and kernel)' "$T/kernel.err"; then
+  check "kernel time: the header says so" grep -q '^Sampled: user and kernel' "$T/kernel.txt"
+  check "kernel time: a kernel function is named" \
+    grep -qE '(ksys_write|__x64_sys_write|sys_getppid|entry_SYSCALL|do_syscall_64|vfs_write)' "$T/kernel.txt"
+else
+  echo "SKIP: this host does not allow kernel samples"
+fi
+record_run useronly --user-only -- "$TARGET" syscalls 0.3
+check "--user-only: the header says user code only" grep -q '^Sampled: user code only' "$T/useronly.txt"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  mkdir -p "$T/nobody" && chmod 777 "$T/nobody"
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$ZXS" record -o "$T/nobody/n.fxt" -- \
+    "$TARGET" spin 0.3 >/dev/null 2>"$T/nobody.err"
+  check "unprivileged: records ($(tr '\n' ' ' <"$T/nobody.err"))" [ -s "$T/nobody/n.fxt" ]
+fi
+
+# --- 8. Bad input -------------------------------------------------------------------------------
+
+"$ZXS" record -o "$T/x.fxt" -- zxs-no-such-command >/dev/null 2>"$T/bad1.err"
+sh -c '"$@" >/dev/null 2>&1; echo $?' sh "$ZXS" record -o "$T/x.fxt" -- zxs-no-such-command >"$T/bad1.status"
+check "a program that does not exist: status 127" [ "$(cat "$T/bad1.status")" = 127 ]
+check "a program that does not exist: the shell's message" grep -q 'zxs-no-such-command: command not found' "$T/bad1.err"
+printf 'not a program\n' >"$T/notexec"
+sh -c '"$@" >/dev/null 2>&1; echo $?' sh "$ZXS" record -o "$T/x.fxt" -- "$T/notexec" >"$T/bad2.status"
+check "a file that is not executable: status 126" [ "$(cat "$T/bad2.status")" = 126 ]
+sh -c '"$@" >/dev/null 2>"'"$T/bad3.err"'"; echo $?' sh "$ZXS" record -p 2147483646 -o "$T/x.fxt" >"$T/bad3.status"
+check "a pid that does not exist: status 1" [ "$(cat "$T/bad3.status")" = 1 ]
+check "a pid that does not exist: says so" grep -q 'no such process' "$T/bad3.err"
+sh -c '"$@" >/dev/null 2>"'"$T/bad4.err"'"; echo $?' sh "$ZXS" record -o "$T/no/such/dir/x.fxt" -- \
+  touch "$T/ran" >"$T/bad4.status"
+check "an unwritable output: status 1" [ "$(cat "$T/bad4.status")" = 1 ]
+check "an unwritable output: found before the program ran" [ ! -e "$T/ran" ]
+check "an unwritable output: says so" grep -q 'cannot write the profile' "$T/bad4.err"
+
+# --- 9. A long run with a small buffer ----------------------------------------------------------
+
+# 8 s of CPU at 4000 samples/s with 1 MiB rings: the recording covers the whole
+# run, and whatever was lost is said on stderr and in the report's header.
+record_run long -b 1 -F 4000 -- "$TARGET" spin 8
+duration=$(sed -nE 's/.*Duration: ([0-9]+)\.[0-9]+ s.*/\1/p' "$T/long.txt")
+check "a long run: the profile covers it to the end (duration ${duration:-?} s)" [ "${duration:-0}" -ge 7 ]
+samples=$(samples_of long)
+check "a long run: samples were kept (${samples:-0})" [ "${samples:-0}" -gt 1000 ]
+if grep -q 'samples lost' "$T/long.err"; then
+  check "a long run: a loss on stderr is in the report's header too" grep -q 'Lost: ' "$T/long.txt"
+else
+  check "a long run: no loss on stderr, none in the header" sh -c "! grep -q 'Lost: ' '$T/long.txt'"
+fi
+echo "long run: $(sed -n 2,3p "$T/long.txt" | tr '\n' ' ') $(tr '\n' ' ' <"$T/long.err")"
+
+finish

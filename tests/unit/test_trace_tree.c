@@ -1,0 +1,139 @@
+// Trace files of a process tree, as `zxsampler record` writes them: one process record per
+// program image, each with its own modules (a Large BLOB with metadata naming the process),
+// kernel symbols, and what the recording lost. Read back into a profile and selected.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+// cmocka after the standard headers it needs.
+#include <cmocka.h>
+#include <zxsampler/fxt.h>
+
+#include "profile.h"
+#include "trace_file.h"
+
+#define PID 4242u
+#define EXEC_KOID (PID | (1ull << 32))  // the same pid after exec
+#define CHILD 4243u
+#define KERNEL_PC 0xffffffff81000010ull
+
+static zxs_fxt_str_ref_t str(const char* s) { return zxs_fxt_str_inline(s, strlen(s)); }
+
+static void write_process(zxs_fxt_buf_t* buf, zx_koid_t koid, uint64_t pid, const char* name,
+                          bool first) {
+  zxs_fxt_arg_t args[4] = {
+      {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PID_ARG), .u64 = pid},
+      {.type = ZXS_FXT_ARG_STRING, .name = str(ZXS_TRACE_SAMPLED_ARG), .str = str("user+kernel")},
+      {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_LOST_ARG), .u64 = 17},
+      {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_CHILDREN_NOT_FOLLOWED_ARG), .u64 = 2}};
+  zxs_fxt_kernel_object_t object = {
+      .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = koid, .name = str(name)};
+  assert_int_equal(zxs_fxt_write_kernel_object(buf, &object, args, first ? 4 : 2), ZX_OK);
+}
+
+// One module at [0x400000, 0x401000) in each process, under a different path.
+static void write_modules(zxs_fxt_buf_t* buf, zx_koid_t koid, const char* path) {
+  char text[256];
+  snprintf(text, sizeof(text),
+           "{{{module:0:%s:elf:0102030405060708}}}\n"
+           "{{{mmap:0x400000:0x1000:load:0:rx:0x0}}}\n",
+           path);
+  zxs_fxt_large_blob_t blob = {.category = str(ZXS_TRACE_CATEGORY),
+                               .name = str(ZXS_TRACE_MODULES_NAME),
+                               .thread = {.process_koid = koid},
+                               .payload = {.data = text, .size = strlen(text)}};
+  assert_int_equal(zxs_fxt_write_large_blob(buf, &blob, NULL, 0), ZX_OK);
+}
+
+static void write_sample(zxs_fxt_buf_t* buf, zx_koid_t koid, zx_koid_t tid, uint64_t ticks,
+                         const uint64_t* pcs, size_t n) {
+  uint64_t words[ZXS_FXT_SAMPLE_WORDS(64)];
+  size_t count = zxs_fxt_encode_sample(words, ticks, koid, tid, pcs, n);
+  assert_int_equal(zxs_fxt_write_raw(buf, words, count * 8), ZX_OK);
+}
+
+static void make_trace(zxs_fxt_buf_t* buf) {
+  zxs_fxt_buf_init(buf);
+  zxs_fxt_write_magic(buf);
+  zxs_fxt_write_initialization(buf, 1000000000u);
+  write_process(buf, PID, PID, "sh", true);
+  write_modules(buf, PID, "/bin/sh-like");
+  write_process(buf, EXEC_KOID, PID, "prog", false);
+  write_modules(buf, EXEC_KOID, "/usr/bin/prog-like");
+  write_process(buf, CHILD, CHILD, "prog", false);
+  write_modules(buf, CHILD, "/usr/bin/prog-like");
+  const char* ksyms = "ffffffff81000000 ffffffff81000100 do_syscall_64\n";
+  zxs_fxt_large_blob_t blob = {.category = str(ZXS_TRACE_CATEGORY),
+                               .name = str(ZXS_TRACE_KERNEL_SYMBOLS_NAME),
+                               .payload = {.data = ksyms, .size = strlen(ksyms)}};
+  assert_int_equal(zxs_fxt_write_attachment(buf, &blob), ZX_OK);
+  const uint64_t user[] = {0x400100, 0x400200};
+  const uint64_t kernel[] = {KERNEL_PC, 0x400100};
+  write_sample(buf, PID, PID, 1, user, 2);
+  write_sample(buf, EXEC_KOID, PID, 2, user, 2);
+  write_sample(buf, EXEC_KOID, PID, 3, kernel, 2);
+  write_sample(buf, CHILD, CHILD, 4, user, 2);
+  assert_int_equal(buf->status, ZX_OK);
+}
+
+static const char* module_path(const zxs_profile_t* p, uint32_t location) {
+  int32_t m = p->locations[location].module;
+  return m >= 0 ? p->modules.modules[m].path : NULL;
+}
+
+static void test_processes_and_their_modules(void** state) {
+  (void)state;
+  zxs_fxt_buf_t buf;
+  make_trace(&buf);
+  zxs_profile_t p;
+  char error[128];
+  assert_int_equal(zxs_profile_from_trace(buf.data, buf.len, &p, error, sizeof(error)), ZX_OK);
+  assert_int_equal(p.process_count, 3);
+  assert_int_equal(p.processes[1].koid, EXEC_KOID);
+  assert_int_equal(p.processes[1].pid, PID);  // the koid's pid, from the argument
+  assert_string_equal(p.processes[1].name, "prog");
+  assert_string_equal(p.process_name, "sh");
+  assert_int_equal(p.sampled, ZXS_PROFILE_SAMPLED_USER_KERNEL);
+  assert_int_equal(p.samples_lost, 17);
+  assert_int_equal(p.children_not_followed, 2);
+  assert_int_equal(p.sample_count, 4);
+  // The same address is another module in each image: sh before exec, prog after it.
+  assert_string_equal(module_path(&p, p.frames[p.samples[0].first_frame]), "/bin/sh-like");
+  assert_string_equal(module_path(&p, p.frames[p.samples[1].first_frame]), "/usr/bin/prog-like");
+  assert_string_equal(module_path(&p, p.frames[p.samples[3].first_frame]), "/usr/bin/prog-like");
+  // Kernel frames are named from the trace's kernel symbols.
+  const zxs_profile_location_t* k = &p.locations[p.frames[p.samples[2].first_frame]];
+  assert_int_equal(k->address, KERNEL_PC);
+  assert_non_null(k->function);
+  assert_string_equal(k->function, "do_syscall_64");
+  zxs_profile_free(&p);
+  zxs_fxt_buf_destroy(&buf);
+}
+
+static void test_select(void** state) {
+  (void)state;
+  zxs_fxt_buf_t buf;
+  make_trace(&buf);
+  zxs_profile_t p;
+  assert_int_equal(zxs_profile_from_trace(buf.data, buf.len, &p, NULL, 0), ZX_OK);
+  assert_int_equal(zxs_profile_select(&p, PID, NULL), 3);  // sh and prog: one pid
+  zxs_profile_free(&p);
+  assert_int_equal(zxs_profile_from_trace(buf.data, buf.len, &p, NULL, 0), ZX_OK);
+  assert_int_equal(zxs_profile_select(&p, 0, "prog"), 3);  // both images named prog
+  assert_int_equal(p.processes[1].samples, 2);
+  assert_int_equal(p.processes[2].samples, 1);
+  zxs_profile_free(&p);
+  assert_int_equal(zxs_profile_from_trace(buf.data, buf.len, &p, NULL, 0), ZX_OK);
+  assert_int_equal(zxs_profile_select(&p, CHILD, "sh"), 0);
+  zxs_profile_free(&p);
+  zxs_fxt_buf_destroy(&buf);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_processes_and_their_modules),
+      cmocka_unit_test(test_select),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,35 @@
+// Small helpers the zxsampler commands share (tools only).
+#ifndef ZXSAMPLER_TOOLS_CLI_H_
+#define ZXSAMPLER_TOOLS_CLI_H_
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+// The name messages start with.
+#define ZXSAMPLER_PROG "zxsampler"
+
+// Prints "zxsampler: <message>" and the command's usage to stderr; returns the usage status 2.
+static inline int cli_fail_usage(void (*usage)(FILE*), const char* format, const char* arg) {
+  fprintf(stderr, "%s: ", ZXSAMPLER_PROG);
+  fprintf(stderr, format, arg);
+  fprintf(stderr, "\n\n");
+  usage(stderr);
+  return 2;
+}
+
+// A decimal integer in [1, max].
+static inline bool cli_parse_positive(const char* s, long long max, long long* out) {
+  char* end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v <= 0 || v > max) return false;
+  *out = v;
+  return true;
+}
+
+// `zxsampler record`.
+int zxsampler_record_main(int argc, char** argv);
+
+#endif  // ZXSAMPLER_TOOLS_CLI_H_

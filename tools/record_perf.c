@@ -1,0 +1,313 @@
+// zxsampler record: the perf events and rings (see record_perf.h).
+#define _GNU_SOURCE
+#include "record_perf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf_regs.h"
+
+
+typedef struct ring {
+  int fd;
+  uint8_t* base;  // header page, then data_size bytes
+  size_t data_size;
+} ring_t;
+
+struct record_perf {
+  int cpus;
+  ring_t* rings;  // one per CPU
+  int* fds;       // every event (the rings' own among them)
+  size_t fd_count, fd_cap;
+  uint64_t sample_type;
+  bool kernel;
+  uint64_t attach_failures;
+  size_t page;
+  uint8_t* record;  // a wrapped record, copied out
+  size_t record_cap;
+};
+
+static int perf_event_open(struct perf_event_attr* attr, pid_t pid, int cpu, int group) {
+  return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id,
+                      struct perf_event_attr* attr) {
+  memset(attr, 0, sizeof(*attr));
+  attr->size = sizeof(*attr);
+  attr->type = PERF_TYPE_SOFTWARE;
+  attr->config = PERF_COUNT_SW_TASK_CLOCK;
+  attr->sample_period = o->period_ns;
+  attr->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |
+                      PERF_SAMPLE_STACK_USER;
+  if (kernel) attr->sample_type |= PERF_SAMPLE_CALLCHAIN;
+  attr->sample_regs_user = ZXS_PERF_REGS_MASK;
+  attr->sample_stack_user = o->stack_copy;
+  attr->exclude_kernel = !kernel;
+  attr->exclude_callchain_user = 1;  // the user part is walked here, over the stack copy
+  attr->exclude_hv = 1;
+  attr->inherit = 1;
+  attr->inherit_thread = !o->inherit_children;  // Linux 5.13: threads only, not children
+  attr->disabled = !o->attach;
+  attr->enable_on_exec = !o->attach;
+  attr->mmap = 1;
+  attr->mmap2 = 1;
+  attr->comm = 1;
+  attr->comm_exec = 1;
+  attr->task = 1;
+  attr->build_id = build_id;  // Linux 5.12: MMAP2 records carry the build ID
+  attr->sample_id_all = 1;
+  attr->use_clockid = 1;
+  attr->clockid = CLOCK_MONOTONIC;
+  attr->watermark = 1;
+  attr->wakeup_watermark = (uint32_t)(o->ring_bytes / 4);
+}
+
+static bool add_fd(record_perf_t* p, int fd) {
+  if (p->fd_count == p->fd_cap) {
+    size_t cap = p->fd_cap == 0 ? 16 : 2 * p->fd_cap;
+    int* grown = realloc(p->fds, cap * sizeof(*grown));
+    if (grown == NULL) return false;
+    p->fds = grown;
+    p->fd_cap = cap;
+  }
+  p->fds[p->fd_count++] = fd;
+  return true;
+}
+
+// Opens the event of `tid` on `cpu`; the first one of a CPU gets the ring, later ones write to
+// it (PERF_EVENT_IOC_SET_OUTPUT, which needs both on the same CPU).
+static int open_on_cpu(record_perf_t* p, const record_perf_options_t* o, pid_t tid, int cpu,
+                       struct perf_event_attr* attr) {
+  int fd = perf_event_open(attr, tid, cpu, -1);
+  if (fd < 0) return -errno;
+  if (!add_fd(p, fd)) {
+    close(fd);
+    return -ENOMEM;
+  }
+  ring_t* r = &p->rings[cpu];
+  if (r->fd >= 0) return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) == 0 ? 0 : -errno;
+  size_t size = o->ring_bytes;
+  void* base = MAP_FAILED;
+  // Past the locked-memory allowance (unprivileged users), a smaller ring still works.
+  while (size >= 8 * p->page) {
+    base = mmap(NULL, p->page + size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base != MAP_FAILED || errno != EPERM) break;
+    size /= 2;
+  }
+  if (base == MAP_FAILED) return -errno;
+  r->fd = fd;
+  r->base = base;
+  r->data_size = size;
+  return 0;
+}
+
+// Every thread of a running process, until a pass over /proc/PID/task finds none new (threads
+// that one of ours creates meanwhile inherit its events).
+static int attach_threads(record_perf_t* p, const record_perf_options_t* o,
+                          struct perf_event_attr* attr) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/task", (int)o->pid);
+  pid_t* done = NULL;
+  size_t done_count = 0, done_cap = 0;
+  int first_error = 0;
+  for (bool found_new = true; found_new;) {
+    found_new = false;
+    DIR* dir = opendir(path);
+    if (dir == NULL) {
+      free(done);
+      return -errno;
+    }
+    for (struct dirent* e; (e = readdir(dir)) != NULL;) {
+      pid_t tid = (pid_t)atoi(e->d_name);
+      bool seen = tid <= 0;
+      for (size_t i = 0; i < done_count && !seen; i++) seen = done[i] == tid;
+      if (seen) continue;
+      if (done_count == done_cap) {
+        done_cap = done_cap == 0 ? 64 : 2 * done_cap;
+        pid_t* grown = realloc(done, done_cap * sizeof(*grown));
+        if (grown == NULL) {
+          closedir(dir);
+          free(done);
+          return -ENOMEM;
+        }
+        done = grown;
+      }
+      done[done_count++] = tid;
+      found_new = true;
+      for (int cpu = 0; cpu < p->cpus; cpu++) {
+        int err = open_on_cpu(p, o, tid, cpu, attr);
+        if (err == -ESRCH) {  // exited meanwhile
+          break;
+        }
+        if (err != 0) {
+          if (first_error == 0) first_error = err;
+          p->attach_failures++;
+          break;
+        }
+      }
+    }
+    closedir(dir);
+  }
+  free(done);
+  // Every thread failed: report why; some failed: counted.
+  bool any = false;
+  for (int cpu = 0; cpu < p->cpus; cpu++) any = any || p->rings[cpu].fd >= 0;
+  return any ? 0 : (first_error != 0 ? first_error : -ESRCH);
+}
+
+static int open_all(record_perf_t* p, const record_perf_options_t* o, bool kernel, bool build_id) {
+  struct perf_event_attr attr;
+  make_attr(o, kernel, build_id, &attr);
+  p->sample_type = attr.sample_type;
+  if (o->attach) return attach_threads(p, o, &attr);
+  for (int cpu = 0; cpu < p->cpus; cpu++) {
+    int err = open_on_cpu(p, o, o->pid, cpu, &attr);
+    if (err != 0) return err;
+  }
+  return 0;
+}
+
+static void close_all(record_perf_t* p) {
+  for (int cpu = 0; cpu < p->cpus; cpu++) {
+    ring_t* r = &p->rings[cpu];
+    if (r->base != NULL) munmap(r->base, p->page + r->data_size);
+    *r = (ring_t){.fd = -1};
+  }
+  for (size_t i = 0; i < p->fd_count; i++) close(p->fds[i]);
+  p->fd_count = 0;
+}
+
+record_perf_t* record_perf_open(const record_perf_options_t* o, char* error, size_t error_size) {
+  record_perf_t* p = calloc(1, sizeof(*p));
+  long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  if (p == NULL || cpus <= 0) {
+    snprintf(error, error_size, "out of memory");
+    free(p);
+    return NULL;
+  }
+  p->cpus = (int)cpus;
+  p->page = (size_t)sysconf(_SC_PAGESIZE);
+  p->rings = calloc((size_t)cpus, sizeof(*p->rings));
+  if (p->rings == NULL) {
+    snprintf(error, error_size, "out of memory");
+    free(p);
+    return NULL;
+  }
+  for (int cpu = 0; cpu < p->cpus; cpu++) p->rings[cpu].fd = -1;
+  // Kernel samples where allowed, else user only; build IDs in MMAP2 where the kernel has them.
+  int err = -EINVAL;
+  for (int attempt = 0; attempt < 4 && err != 0; attempt++) {
+    bool kernel = o->kernel && attempt < 2;
+    bool build_id = attempt % 2 == 0;
+    if (!o->kernel && attempt < 2) continue;
+    err = open_all(p, o, kernel, build_id);
+    if (err == 0) {
+      p->kernel = kernel;
+    } else {
+      close_all(p);
+      p->attach_failures = 0;
+    }
+    if (err == -ESRCH || err == -ENOMEM || err == -EMFILE) break;
+  }
+  if (err != 0) {
+    int paranoid = -9;
+    FILE* f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+    if (f != NULL) {
+      if (fscanf(f, "%d", &paranoid) != 1) paranoid = -9;
+      fclose(f);
+    }
+    if (err == -EACCES || err == -EPERM) {
+      snprintf(error, error_size,
+               "the kernel refused perf events for %s (%s; perf_event_paranoid is %d: 2 or less "
+               "is needed, or CAP_PERFMON). Where perf events are blocked, link the library "
+               "into the program and use zxs_profiler_start() instead",
+               o->attach ? "that process" : "the program", strerror(-err), paranoid);
+    } else if (err == -ESRCH || err == -ENOENT) {
+      snprintf(error, error_size, "no such process: %d", (int)o->pid);
+    } else {
+      snprintf(error, error_size, "cannot open perf events: %s", strerror(-err));
+    }
+    record_perf_close(p);
+    return NULL;
+  }
+  return p;
+}
+
+bool record_perf_kernel(const record_perf_t* p) { return p->kernel; }
+
+uint64_t record_perf_sample_type(const record_perf_t* p) { return p->sample_type; }
+
+uint64_t record_perf_attach_failures(const record_perf_t* p) { return p->attach_failures; }
+
+static void drain_ring(record_perf_t* p, ring_t* r, record_perf_fn fn, void* ctx) {
+  struct perf_event_mmap_page* meta = (struct perf_event_mmap_page*)r->base;
+  const uint8_t* data = r->base + p->page;
+  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  while (tail + sizeof(struct perf_event_header) <= head) {
+    const size_t at = (size_t)(tail & (r->data_size - 1));
+    struct perf_event_header header;
+    for (size_t i = 0; i < sizeof(header); i++) {
+      ((uint8_t*)&header)[i] = data[(at + i) & (r->data_size - 1)];
+    }
+    if (header.size < sizeof(header) || tail + header.size > head) break;
+    const struct perf_event_header* record;
+    if (at + header.size <= r->data_size) {
+      record = (const struct perf_event_header*)(data + at);
+    } else {
+      if (p->record_cap < header.size) {
+        uint8_t* grown = realloc(p->record, 65536);
+        if (grown == NULL) break;
+        p->record = grown;
+        p->record_cap = 65536;
+      }
+      size_t first = r->data_size - at;
+      memcpy(p->record, data + at, first);
+      memcpy(p->record + first, data, header.size - first);
+      record = (const struct perf_event_header*)p->record;
+    }
+    fn(ctx, record);
+    tail += header.size;
+  }
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+void record_perf_drain(record_perf_t* p, record_perf_fn fn, void* ctx) {
+  for (int cpu = 0; cpu < p->cpus; cpu++) {
+    if (p->rings[cpu].base != NULL) drain_ring(p, &p->rings[cpu], fn, ctx);
+  }
+}
+
+bool record_perf_poll(record_perf_t* p, int extra_fd, int timeout_ms, record_perf_fn fn,
+                      void* ctx) {
+  struct pollfd fds[p->cpus + 1];
+  nfds_t n = 0;
+  for (int cpu = 0; cpu < p->cpus; cpu++) {
+    if (p->rings[cpu].fd >= 0) fds[n++] = (struct pollfd){.fd = p->rings[cpu].fd, .events = POLLIN};
+  }
+  nfds_t extra = n;
+  if (extra_fd >= 0) fds[n++] = (struct pollfd){.fd = extra_fd, .events = POLLIN};
+  (void)poll(fds, n, timeout_ms);
+  record_perf_drain(p, fn, ctx);
+  return extra_fd >= 0 && (fds[extra].revents & (POLLIN | POLLHUP)) != 0;
+}
+
+void record_perf_close(record_perf_t* p) {
+  if (p == NULL) return;
+  if (p->rings != NULL) close_all(p);
+  free(p->rings);
+  free(p->fds);
+  free(p->record);
+  free(p);
+}

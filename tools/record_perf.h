@@ -1,0 +1,60 @@
+// zxsampler record on Linux: sampling a process tree from outside with perf events.
+//
+// The recorder does what `perf record` does: one software task-clock event per CPU bound to the
+// target (inherited by every thread and child process it makes, and kept across exec), each
+// writing into a ring of its CPU that this process maps and drains. Each sample carries the user
+// registers and a copy of the top of the user stack (and, when kernel time is sampled, the
+// kernel's call chain); the recorder walks the copy with the core's frame-pointer rules. The
+// program needs no library loaded, keeps its environment, and whatever it does (exit, _exit,
+// exec, a fatal signal, SIGKILL) the samples it produced are in rings this process owns.
+#ifndef ZXSAMPLER_TOOLS_RECORD_PERF_H_
+#define ZXSAMPLER_TOOLS_RECORD_PERF_H_
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct record_perf_options {
+  pid_t pid;              // the target: a child waiting to exec, or a running process (attach)
+  bool attach;            // the target is running: open events on each of its threads now
+  bool inherit_children;  // follow fork/clone children (threads are always followed)
+  bool kernel;            // ask for kernel-mode samples (falls back to user only if refused)
+  uint64_t period_ns;     // task-clock period
+  size_t ring_bytes;      // data bytes per CPU ring (a power of two number of pages)
+  uint32_t stack_copy;    // bytes of user stack copied per sample
+} record_perf_options_t;
+
+typedef struct record_perf record_perf_t;
+
+// Called for every record drained, in ring order per CPU. `record` points at the header; it is
+// contiguous (copied out when it wrapped) and valid only during the call.
+typedef void (*record_perf_fn)(void* ctx, const struct perf_event_header* record);
+
+// Opens the events and maps the rings. For a child, events start at its exec
+// (enable_on_exec). On failure returns NULL and writes a message for the user into `error`.
+record_perf_t* record_perf_open(const record_perf_options_t* options, char* error,
+                                size_t error_size);
+
+// Whether kernel-mode samples are being taken (asked for and allowed).
+bool record_perf_kernel(const record_perf_t* perf);
+
+// The sample_type of the events, to parse samples with.
+uint64_t record_perf_sample_type(const record_perf_t* perf);
+
+// Waits up to `timeout_ms` for data (or for `extra_fd`, if >= 0, to be readable), then drains
+// every ring through `fn`. Returns true when extra_fd is readable.
+bool record_perf_poll(record_perf_t* perf, int extra_fd, int timeout_ms, record_perf_fn fn,
+                      void* ctx);
+
+// Drains every ring through `fn` without waiting.
+void record_perf_drain(record_perf_t* perf, record_perf_fn fn, void* ctx);
+
+// Threads of an attached process that could not be given events (they exited first, or refused).
+uint64_t record_perf_attach_failures(const record_perf_t* perf);
+
+// Closes every event and unmaps the rings. NULL is fine.
+void record_perf_close(record_perf_t* perf);
+
+#endif  // ZXSAMPLER_TOOLS_RECORD_PERF_H_

@@ -1,0 +1,832 @@
+// zxsampler record: the process tree from perf records, and the trace file (see
+// record_processes.h).
+#define _GNU_SOURCE
+#include "record_processes.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <zxsampler/fxt.h>
+
+#include "elf_symbolizer.h"
+#include "export.h"
+#include "frame_walk.h"
+#include "modules.h"
+#include "perf_regs.h"
+#include "trace_file.h"
+
+#define MAX_FRAMES 64u
+#define COMM_MAX 16u
+// Records held for sorting by time before they are handled.
+#define BATCH_LIMIT (8u << 20)
+
+typedef struct mapping {
+  uint64_t start, len, pgoff;
+  uint32_t prot;
+  char* path;
+  uint8_t build_id[20];
+  uint8_t build_id_size;
+} mapping_t;
+
+typedef struct process {
+  zx_koid_t koid;
+  uint32_t pid;
+  char name[COMM_MAX + 1];
+  mapping_t* maps;
+  size_t map_count, map_cap;
+  uint64_t samples;
+  bool exited;
+} process_t;
+
+typedef struct thread {
+  uint32_t tid;
+  uint32_t process;  // index into processes
+  char name[COMM_MAX + 1];
+  uint64_t samples;
+} thread_t;
+
+// An open-addressing map from a pid or tid to an index (+1; 0 = empty).
+typedef struct id_map {
+  uint32_t* keys;
+  uint32_t* values;
+  size_t size;  // a power of two
+  size_t used;
+} id_map_t;
+
+typedef struct batch_entry {
+  uint64_t time;
+  size_t offset;  // into batch
+  size_t seq;     // arrival order, for equal times
+} batch_entry_t;
+
+struct record_processes {
+  FILE* spool;
+  uint64_t sample_type;
+  uint32_t root;
+  bool kernel;
+  bool follow_children;
+  process_t* processes;
+  size_t process_count, process_cap;
+  thread_t* threads;
+  size_t thread_count, thread_cap;
+  id_map_t pid_map;      // pid -> current process
+  id_map_t tid_map;      // tid -> current thread entry
+  uint64_t* kernel_pcs;  // unique kernel PCs (open addressing, 0 = empty)
+  size_t kernel_pc_size, kernel_pc_count;
+  record_totals_t totals;
+  uint8_t* batch;
+  size_t batch_len, batch_cap;
+  batch_entry_t* entries;
+  size_t entry_count, entry_cap;
+};
+
+static bool grow(void** array, size_t* cap, size_t need, size_t elem) {
+  if (need <= *cap) return true;
+  size_t cap2 = *cap == 0 ? 16 : *cap * 2;
+  while (cap2 < need) cap2 *= 2;
+  void* grown = realloc(*array, cap2 * elem);
+  if (grown == NULL) return false;
+  *array = grown;
+  *cap = cap2;
+  return true;
+}
+
+// --- Maps of ids ------------------------------------------------------------------------------
+
+static size_t id_slot(const id_map_t* m, uint32_t key) {
+  size_t slot = (key * 2654435761u) & (m->size - 1);
+  while (m->keys[slot] != 0 && m->keys[slot] != key) slot = (slot + 1) & (m->size - 1);
+  return slot;
+}
+
+static bool id_map_put(id_map_t* m, uint32_t key, uint32_t value) {
+  if (2 * (m->used + 1) > m->size) {
+    id_map_t bigger = {.size = m->size == 0 ? 256 : 2 * m->size};
+    bigger.keys = calloc(bigger.size, sizeof(uint32_t));
+    bigger.values = calloc(bigger.size, sizeof(uint32_t));
+    if (bigger.keys == NULL || bigger.values == NULL) {
+      free(bigger.keys);
+      free(bigger.values);
+      return false;
+    }
+    for (size_t i = 0; i < m->size; i++) {
+      if (m->keys[i] == 0) continue;
+      size_t slot = id_slot(&bigger, m->keys[i]);
+      bigger.keys[slot] = m->keys[i];
+      bigger.values[slot] = m->values[i];
+    }
+    bigger.used = m->used;
+    free(m->keys);
+    free(m->values);
+    *m = bigger;
+  }
+  size_t slot = id_slot(m, key);
+  if (m->keys[slot] == 0) m->used++;
+  m->keys[slot] = key;
+  m->values[slot] = value + 1;
+  return true;
+}
+
+// The value for key, or -1.
+static int64_t id_map_get(const id_map_t* m, uint32_t key) {
+  if (m->size == 0 || key == 0) return -1;
+  size_t slot = id_slot(m, key);
+  return m->keys[slot] == key ? (int64_t)m->values[slot] - 1 : -1;
+}
+
+static void kernel_pc_add(record_processes_t* s, uint64_t pc) {
+  if (2 * (s->kernel_pc_count + 1) > s->kernel_pc_size) {
+    size_t size = s->kernel_pc_size == 0 ? 1024 : 2 * s->kernel_pc_size;
+    uint64_t* table = calloc(size, sizeof(uint64_t));
+    if (table == NULL) return;
+    for (size_t i = 0; i < s->kernel_pc_size; i++) {
+      uint64_t v = s->kernel_pcs[i];
+      if (v == 0) continue;
+      size_t slot = (v * 0x9e3779b97f4a7c15u >> 20) & (size - 1);
+      while (table[slot] != 0) slot = (slot + 1) & (size - 1);
+      table[slot] = v;
+    }
+    free(s->kernel_pcs);
+    s->kernel_pcs = table;
+    s->kernel_pc_size = size;
+  }
+  size_t slot = (pc * 0x9e3779b97f4a7c15u >> 20) & (s->kernel_pc_size - 1);
+  while (s->kernel_pcs[slot] != 0 && s->kernel_pcs[slot] != pc) {
+    slot = (slot + 1) & (s->kernel_pc_size - 1);
+  }
+  if (s->kernel_pcs[slot] == 0) {
+    s->kernel_pcs[slot] = pc;
+    s->kernel_pc_count++;
+  }
+}
+
+// --- Processes and threads --------------------------------------------------------------------
+
+static void copy_comm(char* out, const char* comm, size_t max) {
+  size_t n = strnlen(comm, max < COMM_MAX ? max : COMM_MAX);
+  memcpy(out, comm, n);
+  out[n] = '\0';
+}
+
+static bool add_mapping(process_t* p, const mapping_t* m) {
+  if (!grow((void**)&p->maps, &p->map_cap, p->map_count + 1, sizeof(*p->maps))) return false;
+  mapping_t copy = *m;
+  if ((copy.path = strdup(m->path)) == NULL) return false;
+  p->maps[p->map_count++] = copy;
+  return true;
+}
+
+// A new process object for `pid` (a new pid, a reused one, or a new image after exec).
+static int64_t new_process(record_processes_t* s, uint32_t pid, const process_t* parent) {
+  uint32_t generation = 0;
+  for (size_t i = 0; i < s->process_count; i++) generation += s->processes[i].pid == pid;
+  if (!grow((void**)&s->processes, &s->process_cap, s->process_count + 1, sizeof(*s->processes))) {
+    return -1;
+  }
+  process_t* p = &s->processes[s->process_count];
+  *p = (process_t){.koid = (zx_koid_t)pid | ((zx_koid_t)generation << 32), .pid = pid};
+  if (parent != NULL) {
+    memcpy(p->name, parent->name, sizeof(p->name));
+    for (size_t i = 0; i < parent->map_count; i++) {
+      if (!add_mapping(p, &parent->maps[i])) break;
+    }
+  }
+  if (!id_map_put(&s->pid_map, pid, (uint32_t)s->process_count)) return -1;
+  return (int64_t)s->process_count++;
+}
+
+static process_t* current_process(record_processes_t* s, uint32_t pid) {
+  int64_t index = id_map_get(&s->pid_map, pid);
+  if (index < 0) index = new_process(s, pid, NULL);
+  return index < 0 ? NULL : &s->processes[index];
+}
+
+// The thread entry of `tid` in process `proc` (a new entry when the thread moved to another
+// process object, i.e. after exec).
+static thread_t* thread_in(record_processes_t* s, uint32_t tid, uint32_t proc) {
+  int64_t index = id_map_get(&s->tid_map, tid);
+  if (index >= 0 && s->threads[index].process == proc) return &s->threads[index];
+  if (!grow((void**)&s->threads, &s->thread_cap, s->thread_count + 1, sizeof(*s->threads))) {
+    return NULL;
+  }
+  thread_t* t = &s->threads[s->thread_count];
+  *t = (thread_t){.tid = tid, .process = proc};
+  // A thread that moved keeps its name; a new one is named like its process for now.
+  memcpy(t->name, index >= 0 ? s->threads[index].name : s->processes[proc].name, sizeof(t->name));
+  if (!id_map_put(&s->tid_map, tid, (uint32_t)s->thread_count)) return NULL;
+  return &s->threads[s->thread_count++];
+}
+
+static bool process_is_empty(const process_t* p) { return p->map_count == 0 && p->samples == 0; }
+
+// --- Records ----------------------------------------------------------------------------------
+
+// The {pid, tid} of sample_id_all at the end of a non-sample record.
+typedef struct record_id {
+  uint32_t pid, tid;
+  uint64_t time;
+} record_id_t;
+
+static bool trailer_id(const struct perf_event_header* h, size_t body, record_id_t* id) {
+  // TID, TIME, CPU: 3 words at the end.
+  if (h->size < sizeof(*h) + body + 24) return false;
+  const uint8_t* end = (const uint8_t*)h + h->size;
+  uint64_t w[3];
+  memcpy(w, end - 24, sizeof(w));
+  id->pid = (uint32_t)w[0];
+  id->tid = (uint32_t)(w[0] >> 32);
+  id->time = w[1];
+  return true;
+}
+
+static void on_sample(record_processes_t* s, const struct perf_event_header* h) {
+  const size_t words = (h->size - sizeof(*h)) / 8;
+  uint64_t w[words > 0 ? words : 1];
+  memcpy(w, h + 1, words * 8);
+  size_t i = 0;
+  if (words < 3) return;
+  const uint32_t pid = (uint32_t)w[0], tid = (uint32_t)(w[0] >> 32);
+  const uint64_t time = w[1];
+  i = 3;  // pid/tid, time, cpu
+  uint64_t pcs[MAX_FRAMES];
+  size_t n = 0;
+  bool truncated = false;
+  if (s->sample_type & PERF_SAMPLE_CALLCHAIN) {
+    if (i >= words) return;
+    uint64_t nr = w[i++];
+    if (nr > words - i) return;
+    for (uint64_t k = 0; k < nr; k++) {
+      uint64_t pc = w[i + k];
+      if (pc >= (uint64_t)PERF_CONTEXT_MAX) continue;  // context markers
+      if (n < MAX_FRAMES) {
+        pcs[n++] = pc;
+        kernel_pc_add(s, pc);
+      } else {
+        truncated = true;
+      }
+    }
+    i += nr;
+  }
+  if (i >= words) return;
+  const uint64_t abi = w[i++];
+  if (abi != PERF_SAMPLE_REGS_ABI_NONE && i + ZXS_PERF_REG_COUNT <= words) {
+    const zxs_regs_t regs = {
+        .fp = w[i + ZXS_PERF_REG_FP], .sp = w[i + ZXS_PERF_REG_SP], .pc = w[i + ZXS_PERF_REG_PC]};
+    i += ZXS_PERF_REG_COUNT;
+    const void* copy = NULL;
+    size_t copied = 0;
+    if (i < words) {
+      const uint64_t size = w[i++];
+      if (size > 0 && size % 8 == 0 && size / 8 < words - i) {
+        copy = &w[i];
+        copied = w[i + size / 8];  // dyn_size: what the kernel could read
+        if (copied > size) copied = 0;
+      }
+    }
+    if (n < MAX_FRAMES) {
+      bool cut = false;
+      n += zxs_frame_walk_copy(&regs, 0, UINTPTR_MAX, copy, copied, pcs + n, MAX_FRAMES - n, &cut);
+      truncated = truncated || cut;
+    } else {
+      truncated = true;
+    }
+  }
+  if (n == 0) return;
+  process_t* p = current_process(s, pid);
+  if (p == NULL) return;
+  const uint32_t proc = (uint32_t)(p - s->processes);
+  thread_t* t = thread_in(s, tid, proc);
+  if (t == NULL) return;
+  uint64_t record[ZXS_FXT_SAMPLE_WORDS(MAX_FRAMES)];
+  size_t out = zxs_fxt_encode_sample(record, time, p->koid, tid, pcs, n);
+  if (fwrite(record, 8, out, s->spool) != out) return;
+  if (p->samples++ == 0) s->totals.processes++;
+  if (t->samples++ == 0) s->totals.threads++;
+  s->totals.samples++;
+  s->totals.truncated += truncated;
+}
+
+static void on_comm(record_processes_t* s, const struct perf_event_header* h) {
+  const uint32_t* ids = (const uint32_t*)(h + 1);
+  if (h->size < sizeof(*h) + 8 + 8 + 24) return;
+  const uint32_t pid = ids[0], tid = ids[1];
+  const char* comm = (const char*)(ids + 2);
+  const size_t max = h->size - sizeof(*h) - 8 - 24;
+  process_t* p = current_process(s, pid);
+  if (p == NULL) return;
+  if (h->misc & PERF_RECORD_MISC_COMM_EXEC) {
+    if (!process_is_empty(p)) {  // a new image: a new process object
+      int64_t index = new_process(s, pid, NULL);
+      if (index < 0) return;
+      p = &s->processes[index];
+    } else {
+      p->map_count = 0;
+    }
+    copy_comm(p->name, comm, max);
+  }
+  thread_t* t = thread_in(s, tid, (uint32_t)(p - s->processes));
+  if (t != NULL) copy_comm(t->name, comm, max);
+}
+
+static void on_fork(record_processes_t* s, const struct perf_event_header* h) {
+  if (h->size < sizeof(*h) + 24) return;
+  const uint32_t* ids = (const uint32_t*)(h + 1);
+  const uint32_t pid = ids[0], ppid = ids[1], tid = ids[2], ptid = ids[3];
+  if (h->type == PERF_RECORD_EXIT) {
+    if (pid == tid) {
+      int64_t index = id_map_get(&s->pid_map, pid);
+      if (index >= 0) s->processes[index].exited = true;
+    }
+    return;
+  }
+  process_t* parent = current_process(s, ppid);
+  if (parent == NULL) return;
+  size_t parent_index = (size_t)(parent - s->processes);
+  if (pid == ppid) {  // a new thread, named like the one that made it
+    int64_t maker = id_map_get(&s->tid_map, ptid);
+    thread_t* t = thread_in(s, tid, (uint32_t)parent_index);
+    if (t != NULL && maker >= 0) memcpy(t->name, s->threads[maker].name, sizeof(t->name));
+    return;
+  }
+  int64_t existing = id_map_get(&s->pid_map, pid);
+  if (!s->follow_children) {
+    s->totals.children_not_followed++;
+    return;
+  }
+  // An empty entry was made early by a record of the child that sorted first: fill it.
+  if (existing < 0 || !process_is_empty(&s->processes[existing]) || s->processes[existing].exited) {
+    existing = new_process(s, pid, NULL);
+  }
+  if (existing < 0) return;
+  // new_process() may have moved the array.
+  process_t* child = &s->processes[existing];
+  parent = &s->processes[parent_index];
+  memcpy(child->name, parent->name, sizeof(child->name));
+  for (size_t i = 0; i < parent->map_count; i++) {
+    if (!add_mapping(child, &parent->maps[i])) break;
+  }
+  thread_in(s, tid, (uint32_t)existing);
+}
+
+static void on_mmap2(record_processes_t* s, const struct perf_event_header* h) {
+  // pid, tid, addr, len, pgoff, {maj, min, ino, ino_gen | build ID}, prot, flags, filename.
+  enum { FIXED = 8 + 24 + 24 + 8 };
+  if (h->size < sizeof(*h) + FIXED + 24) return;
+  const uint8_t* b = (const uint8_t*)(h + 1);
+  uint32_t pid, prot;
+  uint64_t range[3];
+  memcpy(&pid, b, 4);
+  memcpy(range, b + 8, sizeof(range));
+  memcpy(&prot, b + 56, 4);
+  const char* name = (const char*)(b + FIXED);
+  size_t max = h->size - sizeof(*h) - FIXED - 24;
+  if (!(prot & PROT_EXEC) || strnlen(name, max) == max || name[0] != '/') return;
+  mapping_t m = {
+      .start = range[0], .len = range[1], .pgoff = range[2], .prot = prot, .path = (char*)name};
+  if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+    m.build_id_size = b[32] <= 20 ? b[32] : 0;
+    memcpy(m.build_id, b + 36, m.build_id_size);
+  }
+  process_t* p = current_process(s, pid);
+  if (p != NULL) add_mapping(p, &m);
+}
+
+static void handle(record_processes_t* s, const struct perf_event_header* h) {
+  switch (h->type) {
+    case PERF_RECORD_SAMPLE:
+      on_sample(s, h);
+      break;
+    case PERF_RECORD_COMM:
+      on_comm(s, h);
+      break;
+    case PERF_RECORD_FORK:
+    case PERF_RECORD_EXIT:
+      on_fork(s, h);
+      break;
+    case PERF_RECORD_MMAP2:
+      on_mmap2(s, h);
+      break;
+    case PERF_RECORD_LOST:
+      if (h->size >= sizeof(*h) + 16) {
+        uint64_t lost;
+        memcpy(&lost, (const uint8_t*)(h + 1) + 8, 8);
+        s->totals.lost += lost;
+      }
+      break;
+    case PERF_RECORD_LOST_SAMPLES:
+      if (h->size >= sizeof(*h) + 8) {
+        uint64_t lost;
+        memcpy(&lost, h + 1, 8);
+        s->totals.lost += lost;
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+static int compare_entries(const void* a, const void* b) {
+  const batch_entry_t* x = a;
+  const batch_entry_t* y = b;
+  if (x->time != y->time) return x->time < y->time ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void record_processes_flush(record_processes_t* s) {
+  qsort(s->entries, s->entry_count, sizeof(*s->entries), compare_entries);
+  for (size_t i = 0; i < s->entry_count; i++) {
+    handle(s, (const struct perf_event_header*)(s->batch + s->entries[i].offset));
+  }
+  s->entry_count = 0;
+  s->batch_len = 0;
+}
+
+void record_processes_on_record(void* self, const struct perf_event_header* h) {
+  record_processes_t* s = self;
+  uint64_t time = 0;
+  if (h->type == PERF_RECORD_SAMPLE) {
+    if (h->size >= sizeof(*h) + 16) memcpy(&time, (const uint8_t*)(h + 1) + 8, 8);
+  } else {
+    record_id_t id;
+    if (trailer_id(h, 0, &id)) time = id.time;
+  }
+  if (s->batch_len + h->size > BATCH_LIMIT) record_processes_flush(s);
+  size_t size = (h->size + 7u) & ~7u;
+  if (!grow((void**)&s->batch, &s->batch_cap, s->batch_len + size, 1) ||
+      !grow((void**)&s->entries, &s->entry_cap, s->entry_count + 1, sizeof(*s->entries))) {
+    handle(s, h);  // no memory to sort: handle in ring order
+    return;
+  }
+  memcpy(s->batch + s->batch_len, h, h->size);
+  s->entries[s->entry_count] =
+      (batch_entry_t){.time = time, .offset = s->batch_len, .seq = s->entry_count};
+  s->entry_count++;
+  s->batch_len += size;
+}
+
+// --- A running process ------------------------------------------------------------------------
+
+static void read_comm(const char* path, char* out) {
+  FILE* f = fopen(path, "re");
+  out[0] = '\0';
+  if (f == NULL) return;
+  if (fgets(out, COMM_MAX + 1, f) != NULL) out[strcspn(out, "\n")] = '\0';
+  fclose(f);
+}
+
+void record_processes_add_running(record_processes_t* s, pid_t pid) {
+  process_t* p = current_process(s, (uint32_t)pid);
+  if (p == NULL) return;
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+  read_comm(path, p->name);
+  snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+  FILE* f = fopen(path, "re");
+  char line[4096 + 128];
+  while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+    unsigned long long start, end, offset;
+    char perms[8];
+    int name_at = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &name_at) < 4 ||
+        name_at == 0 || perms[2] != 'x' || line[name_at] != '/') {
+      continue;
+    }
+    line[strcspn(line, "\n")] = '\0';
+    mapping_t m = {.start = start,
+                   .len = end - start,
+                   .pgoff = offset,
+                   .prot = PROT_READ | PROT_EXEC,
+                   .path = line + name_at};
+    add_mapping(&s->processes[id_map_get(&s->pid_map, (uint32_t)pid)], &m);
+  }
+  if (f != NULL) fclose(f);
+  // Threads, with their names.
+  snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+  DIR* dir = opendir(path);
+  for (struct dirent* e; dir != NULL && (e = readdir(dir)) != NULL;) {
+    if (!isdigit((unsigned char)e->d_name[0])) continue;
+    uint32_t tid = (uint32_t)atoi(e->d_name);
+    thread_t* t = thread_in(s, tid, (uint32_t)id_map_get(&s->pid_map, (uint32_t)pid));
+    char comm_path[96];
+    snprintf(comm_path, sizeof(comm_path), "/proc/%d/task/%u/comm", (int)pid, tid);
+    if (t != NULL) read_comm(comm_path, t->name);
+  }
+  if (dir != NULL) closedir(dir);
+}
+
+// --- The trace file ---------------------------------------------------------------------------
+
+static zxs_fxt_str_ref_t str(const char* s) { return zxs_fxt_str_inline(s, strlen(s)); }
+
+// What the trace needs of one module file, read once for every process that mapped it.
+typedef struct module_file {
+  char* path;
+  bool ok;  // an ELF file with a build ID
+  uint8_t build_id[ZXS_BUILD_ID_MAX];
+  size_t build_id_size;
+  zxs_segment_t* segments;
+  size_t segment_count;
+} module_file_t;
+
+typedef struct module_files {
+  module_file_t* files;
+  size_t count, cap;
+} module_files_t;
+
+static const module_file_t* module_file(module_files_t* cache, const char* path) {
+  for (size_t i = 0; i < cache->count; i++) {
+    if (strcmp(cache->files[i].path, path) == 0) return &cache->files[i];
+  }
+  if (!grow((void**)&cache->files, &cache->cap, cache->count + 1, sizeof(*cache->files))) {
+    return NULL;
+  }
+  module_file_t* f = &cache->files[cache->count];
+  *f = (module_file_t){.path = strdup(path)};
+  if (f->path == NULL) return NULL;
+  cache->count++;
+  zxs_elf_t* elf = NULL;
+  const uint8_t* id = NULL;
+  const zxs_segment_t* segs = NULL;
+  if (zxs_elf_open(path, &elf) == ZX_OK && zxs_elf_build_id(elf, &id, &f->build_id_size) == ZX_OK &&
+      zxs_elf_load_segments(elf, &segs, &f->segment_count) == ZX_OK && f->segment_count > 0 &&
+      (f->segments = malloc(f->segment_count * sizeof(*segs))) != NULL) {
+    memcpy(f->build_id, id, f->build_id_size);
+    memcpy(f->segments, segs, f->segment_count * sizeof(*segs));
+    f->ok = true;
+  }
+  zxs_elf_close(elf);
+  return f;
+}
+
+static void module_files_free(module_files_t* cache) {
+  for (size_t i = 0; i < cache->count; i++) {
+    free(cache->files[i].path);
+    free(cache->files[i].segments);
+  }
+  free(cache->files);
+}
+
+// The segment that the mapping at file offset `pgoff` starts in (mappings start at a page
+// boundary at or below the segment's p_offset).
+static const zxs_segment_t* segment_at(const module_file_t* f, uint64_t pgoff) {
+  for (size_t k = 0; k < f->segment_count; k++) {
+    const uint64_t page = f->segments[k].offset & ~(uint64_t)4095;
+    if (page == (pgoff & ~(uint64_t)4095)) return &f->segments[k];
+  }
+  return NULL;
+}
+
+// Module list of one process from its executable mappings: each file's PT_LOAD segments, placed
+// by the mapping of the lowest file offset (load bias = start + p_offset - pgoff - p_vaddr).
+// A file replaced since it was mapped (another build ID) is left out rather than misnamed.
+static zx_status_t process_modules(const process_t* p, module_files_t* cache,
+                                   zxs_module_list_t* out) {
+  memset(out, 0, sizeof(*out));
+  for (size_t i = 0; i < p->map_count; i++) {
+    const mapping_t* m = &p->maps[i];
+    bool seen = false;
+    for (size_t k = 0; k < out->count && !seen; k++) {
+      seen = strcmp(out->modules[k].path, m->path) == 0;
+    }
+    if (seen) continue;
+    const mapping_t* first = m;  // the file's lowest mapping (the order of mmap calls varies)
+    for (size_t j = i + 1; j < p->map_count; j++) {
+      if (strcmp(p->maps[j].path, m->path) == 0 && p->maps[j].pgoff < first->pgoff) {
+        first = &p->maps[j];
+      }
+    }
+    const module_file_t* f = module_file(cache, m->path);
+    if (f == NULL) return ZX_ERR_NO_MEMORY;
+    const zxs_segment_t* anchor = f->ok ? segment_at(f, first->pgoff) : NULL;
+    if (anchor == NULL || (first->build_id_size > 0 &&
+                           (f->build_id_size != first->build_id_size ||
+                            memcmp(f->build_id, first->build_id, f->build_id_size) != 0))) {
+      continue;
+    }
+    zxs_module_t* grown = realloc(out->modules, (out->count + 1) * sizeof(*grown));
+    if (grown != NULL) out->modules = grown;
+    zxs_segment_t* copy = malloc(f->segment_count * sizeof(*copy));
+    char* path = strdup(m->path);
+    if (grown == NULL || copy == NULL || path == NULL) {
+      free(copy);
+      free(path);
+      return ZX_ERR_NO_MEMORY;
+    }
+    memcpy(copy, f->segments, f->segment_count * sizeof(*copy));
+    zxs_module_t* mod = &out->modules[out->count++];
+    *mod = (zxs_module_t){.path = path,
+                          .kind = out->count == 1 ? ZXS_MODULE_MAIN : ZXS_MODULE_SHARED,
+                          .build_id_size = f->build_id_size,
+                          .load_bias = first->start + anchor->offset - first->pgoff - anchor->vaddr,
+                          .segments = copy,
+                          .segment_count = f->segment_count};
+    memcpy(mod->build_id, f->build_id, f->build_id_size);
+  }
+  return ZX_OK;
+}
+
+static zx_status_t write_process_modules(zxs_fxt_buf_t* buf, const process_t* p,
+                                         module_files_t* cache) {
+  zxs_module_list_t modules;
+  zx_status_t status = process_modules(p, cache, &modules);
+  char* text = NULL;
+  size_t size = 0;
+  FILE* mem = status == ZX_OK ? open_memstream(&text, &size) : NULL;
+  if (status == ZX_OK && mem == NULL) status = ZX_ERR_NO_MEMORY;
+  if (status == ZX_OK) {
+    status = zxs_export_markup_modules(&modules, mem);
+    fclose(mem);
+  }
+  if (status == ZX_OK) {
+    zxs_fxt_large_blob_t blob = {.category = str(ZXS_TRACE_CATEGORY),
+                                 .name = str(ZXS_TRACE_MODULES_NAME),
+                                 .thread = {.process_koid = p->koid},
+                                 .payload = {.data = text, .size = size}};
+    status = zxs_fxt_write_large_blob(buf, &blob, NULL, 0);
+  }
+  free(text);
+  zxs_modules_free(&modules);
+  return status;
+}
+
+static int compare_u64(const void* a, const void* b) {
+  uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+  return x < y ? -1 : x > y;
+}
+
+// The kernel functions that hold the sampled kernel PCs, from /proc/kallsyms, as lines
+// "START END NAME" (hex). Nothing when the kernel hides its addresses.
+static zx_status_t write_kernel_symbols(zxs_fxt_buf_t* buf, record_processes_t* s) {
+  if (s->kernel_pc_count == 0) return ZX_OK;
+  uint64_t* pcs = malloc(s->kernel_pc_count * sizeof(*pcs));
+  if (pcs == NULL) return ZX_ERR_NO_MEMORY;
+  size_t n = 0;
+  for (size_t i = 0; i < s->kernel_pc_size; i++) {
+    if (s->kernel_pcs[i] != 0) pcs[n++] = s->kernel_pcs[i];
+  }
+  qsort(pcs, n, sizeof(*pcs), compare_u64);
+  // Text symbols, sorted by address.
+  typedef struct {
+    uint64_t addr;
+    char* name;
+  } ksym_t;
+  ksym_t* syms = NULL;
+  size_t count = 0, cap = 0;
+  FILE* f = fopen("/proc/kallsyms", "re");
+  char line[512];
+  while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+    unsigned long long addr;
+    char type, name[256];
+    if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || addr == 0) continue;
+    if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
+    if (!grow((void**)&syms, &cap, count + 1, sizeof(*syms))) break;
+    if ((syms[count].name = strdup(name)) == NULL) break;
+    syms[count++].addr = addr;
+  }
+  if (f != NULL) fclose(f);
+  // kallsyms is sorted by address within the core kernel but not across modules.
+  for (size_t i = 1; i < count; i++) {
+    if (syms[i].addr < syms[i - 1].addr) {
+      qsort(syms, count, sizeof(*syms), compare_u64);
+      break;
+    }
+  }
+  char* text = NULL;
+  size_t size = 0;
+  FILE* mem = open_memstream(&text, &size);
+  zx_status_t status = mem != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
+  size_t last = SIZE_MAX;
+  for (size_t i = 0, k = 0; mem != NULL && i < n; i++) {
+    while (k + 1 < count && syms[k + 1].addr <= pcs[i]) k++;
+    if (count == 0 || syms[k].addr > pcs[i] || k == last) continue;
+    uint64_t end = k + 1 < count ? syms[k + 1].addr : syms[k].addr + 4096;
+    fprintf(mem, "%llx %llx %s\n", (unsigned long long)syms[k].addr, (unsigned long long)end,
+            syms[k].name);
+    last = k;
+  }
+  if (mem != NULL) fclose(mem);
+  if (status == ZX_OK && size > 0) {
+    zxs_fxt_large_blob_t blob = {.category = str(ZXS_TRACE_CATEGORY),
+                                 .name = str(ZXS_TRACE_KERNEL_SYMBOLS_NAME),
+                                 .payload = {.data = text, .size = size}};
+    status = zxs_fxt_write_attachment(buf, &blob);
+  }
+  free(text);
+  for (size_t i = 0; i < count; i++) free(syms[i].name);
+  free(syms);
+  free(pcs);
+  return status;
+}
+
+static void write_process(zxs_fxt_buf_t* buf, const record_processes_t* s, const process_t* p,
+                          uint64_t period_ns, uint64_t threads_not_attached) {
+  zxs_fxt_arg_t args[6];
+  size_t n = 0;
+  args[n++] = (zxs_fxt_arg_t){
+      .type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PERIOD_ARG), .u64 = period_ns};
+  args[n++] =
+      (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PID_ARG), .u64 = p->pid};
+  args[n++] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_STRING,
+                              .name = str(ZXS_TRACE_SAMPLED_ARG),
+                              .str = str(s->kernel ? "user+kernel" : "user")};
+  if (p->koid == s->root) {  // what the whole recording lost, on its first process
+    args[n++] = (zxs_fxt_arg_t){
+        .type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_LOST_ARG), .u64 = s->totals.lost};
+    args[n++] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_UINT64,
+                                .name = str(ZXS_TRACE_CHILDREN_NOT_FOLLOWED_ARG),
+                                .u64 = s->totals.children_not_followed};
+    args[n++] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_UINT64,
+                                .name = str(ZXS_TRACE_THREADS_NOT_ATTACHED_ARG),
+                                .u64 = threads_not_attached};
+  }
+  zxs_fxt_kernel_object_t object = {
+      .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = p->koid, .name = str(p->name)};
+  zxs_fxt_write_kernel_object(buf, &object, args, n);
+}
+
+zx_status_t record_processes_write(record_processes_t* s, uint64_t period_ns,
+                                   uint64_t threads_not_attached, FILE* out) {
+  record_processes_flush(s);
+  zxs_fxt_buf_t head;
+  zxs_fxt_buf_init(&head);
+  zxs_fxt_write_magic(&head);
+  zxs_fxt_write_provider_info(&head, ZXS_TRACE_PROVIDER_ID, "zxsampler", strlen("zxsampler"));
+  zxs_fxt_write_provider_section(&head, ZXS_TRACE_PROVIDER_ID);
+  zxs_fxt_write_initialization(&head, 1000000000u);  // CLOCK_MONOTONIC nanoseconds
+  zx_status_t status = ZX_OK;
+  module_files_t cache = {0};
+  for (size_t i = 0; i < s->process_count && status == ZX_OK; i++) {
+    const process_t* p = &s->processes[i];
+    if (p->samples == 0 && p->koid != s->root) continue;
+    write_process(&head, s, p, period_ns, threads_not_attached);
+    status = write_process_modules(&head, p, &cache);
+  }
+  module_files_free(&cache);
+  for (size_t i = 0; i < s->thread_count && status == ZX_OK; i++) {
+    const thread_t* t = &s->threads[i];
+    if (t->samples == 0) continue;
+    zxs_fxt_arg_t process_arg = {
+        .type = ZXS_FXT_ARG_KOID, .name = str("process"), .koid = s->processes[t->process].koid};
+    zxs_fxt_kernel_object_t object = {
+        .obj_type = ZX_OBJ_TYPE_THREAD, .koid = t->tid, .name = str(t->name)};
+    zxs_fxt_write_kernel_object(&head, &object, &process_arg, 1);
+  }
+  if (status == ZX_OK) status = write_kernel_symbols(&head, s);
+  if (status == ZX_OK) status = head.status;
+  if (status == ZX_OK && fwrite(head.data, 1, head.len, out) != head.len) status = ZX_ERR_IO;
+  zxs_fxt_buf_destroy(&head);
+  // The samples, from the spool.
+  if (status == ZX_OK && (fflush(s->spool) != 0 || fseek(s->spool, 0, SEEK_SET) != 0)) {
+    status = ZX_ERR_IO;
+  }
+  char chunk[1 << 16];
+  for (size_t n; status == ZX_OK && (n = fread(chunk, 1, sizeof(chunk), s->spool)) > 0;) {
+    if (fwrite(chunk, 1, n, out) != n) status = ZX_ERR_IO;
+  }
+  if (status == ZX_OK && (ferror(s->spool) || fflush(out) != 0 || ferror(out))) status = ZX_ERR_IO;
+  return status;
+}
+
+// --- Life cycle -------------------------------------------------------------------------------
+
+record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_t root, bool kernel,
+                                         bool follow_children) {
+  record_processes_t* s = calloc(1, sizeof(*s));
+  if (s == NULL) return NULL;
+  s->spool = spool;
+  s->sample_type = sample_type;
+  s->root = (uint32_t)root;
+  s->kernel = kernel;
+  s->follow_children = follow_children;
+  if (current_process(s, (uint32_t)root) == NULL) {
+    record_processes_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void record_processes_count_lost(record_processes_t* s, uint64_t lost) { s->totals.lost += lost; }
+
+void record_processes_totals(const record_processes_t* s, record_totals_t* out) {
+  *out = s->totals;
+}
+
+void record_processes_free(record_processes_t* s) {
+  if (s == NULL) return;
+  for (size_t i = 0; i < s->process_count; i++) {
+    for (size_t j = 0; j < s->processes[i].map_count; j++) free(s->processes[i].maps[j].path);
+    free(s->processes[i].maps);
+  }
+  free(s->processes);
+  free(s->threads);
+  free(s->pid_map.keys);
+  free(s->pid_map.values);
+  free(s->tid_map.keys);
+  free(s->tid_map.values);
+  free(s->kernel_pcs);
+  free(s->batch);
+  free(s->entries);
+  free(s);
+}

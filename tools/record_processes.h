@@ -1,0 +1,60 @@
+// zxsampler record: what the perf records say about the process tree, and the trace file made
+// of it.
+//
+// Each program image is one process of the trace: a process that calls exec becomes a new
+// process object (the pid stays; the koid is pid | generation << 32, so the first image of a
+// pid has koid = pid), as on Fuchsia, where every program runs in its own process. Its modules
+// come from the kernel's MMAP2 records (and /proc/PID/maps for a process attached to while
+// running), a forked child starts with its parent's. Samples are walked when they arrive and
+// written to a spool file, so memory does not grow with the length of the run.
+#ifndef ZXSAMPLER_TOOLS_RECORD_PROCESSES_H_
+#define ZXSAMPLER_TOOLS_RECORD_PROCESSES_H_
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <zxsampler/types.h>
+
+typedef struct record_processes record_processes_t;
+
+typedef struct record_totals {
+  uint64_t samples;                // written
+  uint64_t lost;                   // the kernel could not store (rings full)
+  uint64_t truncated;              // walks cut by the stack copy or the depth limit
+  uint64_t processes;              // program images that were sampled
+  uint64_t threads;                // threads that were sampled
+  uint64_t children_not_followed;  // with --no-inherit: children forked and not sampled
+} record_totals_t;
+
+// `spool` receives the sample records (FXT) as they come; `root` is the first process;
+// `kernel`: kernel call chains are sampled; `follow_children`: samples of forked children are
+// expected (else their forks are only counted).
+record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_t root, bool kernel,
+                                         bool follow_children);
+
+// Feeds one perf record (record_perf_fn). Records are buffered and handled in time order by
+// record_processes_flush().
+void record_processes_on_record(void* self, const struct perf_event_header* record);
+
+// Handles the records buffered so far, in time order.
+void record_processes_flush(record_processes_t* self);
+
+// A process that runs already: its name, threads and executable mappings from /proc.
+void record_processes_add_running(record_processes_t* self, pid_t pid);
+
+// Counts lost samples found outside the rings, and threads that could not be attached.
+void record_processes_count_lost(record_processes_t* self, uint64_t lost);
+
+void record_processes_totals(const record_processes_t* self, record_totals_t* out);
+
+// Writes the complete trace file: header, processes, threads, modules per process, kernel
+// symbols (if kernel frames were sampled), then the spooled samples. ZX_OK or ZX_ERR_IO /
+// ZX_ERR_NO_MEMORY.
+zx_status_t record_processes_write(record_processes_t* self, uint64_t period_ns,
+                                   uint64_t threads_not_attached, FILE* out);
+
+void record_processes_free(record_processes_t* self);
+
+#endif  // ZXSAMPLER_TOOLS_RECORD_PROCESSES_H_
