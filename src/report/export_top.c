@@ -211,9 +211,19 @@ static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out)
     fprintf(out, "  Duration: %" PRIu64 ".%03" PRIu64 " s", ms / 1000, ms % 1000);
   }
   fputs("\nSampled: ", out);
-  fputs(p->sampled == ZXS_PROFILE_SAMPLED_USER_KERNEL ? "user and kernel code"
-                                                      : "user code only (kernel time not seen)",
-        out);
+  if (p->sampled == ZXS_PROFILE_SAMPLED_USER_KERNEL) {
+    uint64_t in_kernel = 0;
+    for (size_t i = 0; i < p->sample_count; i++) {
+      const zxs_profile_sample_t* s = &p->samples[i];
+      in_kernel += s->depth > 0 &&
+                   zxs_profile_is_kernel_address(p->locations[p->frames[s->first_frame]].address);
+    }
+    fputs("user and kernel code (in the kernel: ", out);
+    write_percent(out, in_kernel, p->sample_count, 0);
+    fputs(")", out);
+  } else {
+    fputs("user code only (kernel time not seen)", out);
+  }
   if (p->samples_lost > 0) {
     fprintf(out, "  Lost: %" PRIu64 " samples (", p->samples_lost);
     write_percent(out, p->samples_lost, p->samples_lost + p->sample_count, 0);

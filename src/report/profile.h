@@ -93,6 +93,10 @@ typedef struct zxs_profile {
 const char* zxs_profile_location_label(const zxs_profile_t* profile, uint32_t location, char* buf,
                                        size_t buf_size);
 
+// Whether a sampled address is the kernel's (the top bit set, on the 64-bit architectures
+// recorded).
+static inline bool zxs_profile_is_kernel_address(uint64_t address) { return (address >> 63) != 0; }
+
 // The process of a sample (the entry whose koid is the sample's pid), or NULL.
 const zxs_profile_process_t* zxs_profile_find_process(const zxs_profile_t* profile, zx_koid_t koid);
 

@@ -298,9 +298,6 @@ static zxs_elf_t* open_module(const zxs_module_t* m) {
   return elf;
 }
 
-// Kernel addresses have the top bit set on the 64-bit architectures we record.
-static bool is_kernel_address(uint64_t address) { return (address >> 63) != 0; }
-
 static const zxs_profile_kernel_symbol_t* find_kernel_symbol(const zxs_profile_t* p,
                                                              uint64_t address) {
   size_t lo = 0, hi = p->kernel_symbol_count;
@@ -323,7 +320,7 @@ static zx_status_t symbolize(zxs_profile_t* p) {
   zx_status_t status = elves != NULL && tried != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
   for (size_t i = 0; i < p->location_count && status == ZX_OK; i++) {
     zxs_profile_location_t* loc = &p->locations[i];
-    if (is_kernel_address(loc->address)) {
+    if (zxs_profile_is_kernel_address(loc->address)) {
       const uint64_t at = loc->is_return_address ? loc->address - 1 : loc->address;
       const zxs_profile_kernel_symbol_t* sym = find_kernel_symbol(p, at);
       loc->function = sym != NULL ? sym->name : "[kernel]";
