@@ -81,6 +81,25 @@ record_run shim -- "$T/shim" spin 0.3
 check "a shell shim that execs the program: its samples are there" grep -qw spin_main "$T/shim.txt"
 check "a shell shim: status 0 (got $(recorded_status shim))" [ "$(recorded_status shim)" = 0 ]
 
+# Real programs: Debian's python3 behind a shim that execs it, and g++, whose work is done by
+# its child cc1plus.
+if [ -x /usr/bin/python3 ]; then
+  printf '#!/bin/sh\nexec /usr/bin/python3 "$@"\n' >"$T/python-shim"
+  chmod +x "$T/python-shim"
+  record_run python -- "$T/python-shim" -c 'sum(i * i for i in range(3000000))'
+  "$ZXS" report --comm python3 "$T/python.fxt" >"$T/python3.txt" 2>&1
+  check "python3 behind a shim: its process has samples" grep -qE '^Samples: [1-9]' "$T/python3.txt"
+  check "python3 behind a shim: the interpreter's functions are named" \
+    grep -qE '_PyEval_EvalFrameDefault|PyObject_|_PyEval' "$T/python.txt"
+fi
+if command -v g++ >/dev/null; then
+  printf '#include <map>\n#include <string>\nstd::map<int, std::string> m;\n' >"$T/small.cpp"
+  record_run gxx -- g++ -O2 -c "$T/small.cpp" -o "$T/small.o"
+  check "g++: status 0 (got $(recorded_status gxx))" [ "$(recorded_status gxx)" = 0 ]
+  "$ZXS" report --comm cc1plus "$T/gxx.fxt" >"$T/cc1plus.txt" 2>&1
+  check "g++: the compiler proper, cc1plus, was followed" grep -qE '^Samples: [1-9]' "$T/cc1plus.txt"
+fi
+
 # --- 4. Process trees -----------------------------------------------------------------------------
 
 record_run tree -- "$TARGET" tree 0.3
