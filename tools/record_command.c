@@ -24,14 +24,18 @@
 #include <unistd.h>
 #include <zxsampler/profiler.h>
 
+#include "cfi_unwind.h"
 #include "cli.h"
 #include "record_perf.h"
 #include "record_processes.h"
 
 #define DEFAULT_PERIOD_US 1000
 #define DEFAULT_RING_MB 4
-// perf's default copy for DWARF unwinding; deeper stacks are cut there and counted.
-#define STACK_COPY_BYTES 8192u
+// Bytes of user stack copied per sample: deeper stacks are cut there, counted and marked.
+// Frame pointers need only the frame records, CFI every spilled register on the way up.
+#define STACK_COPY_FP 8192u
+#define STACK_COPY_DWARF 32768u
+#define STACK_COPY_MAX 65528u
 #define POLL_MS 100
 
 static void usage_record(FILE* out) {
@@ -56,22 +60,27 @@ static void usage_record(FILE* out) {
           "  -d, --duration S     with -p: stop after S seconds\n"
           "      --no-inherit     sample the first process only, not its children\n"
           "  -q, --quiet          no summary at the end (losses are still reported)\n"
+          "      --unwind HOW     dwarf: unwind user stacks with their CFI (.eh_frame), frame\n"
+          "                       pointers where a frame has none (default where built with\n"
+          "                       libunwind); fp: frame pointers only, the kernel's walk\n"
+          "      --stack-copy N   bytes of user stack copied per sample (default %u with dwarf,\n"
+          "                       %u with fp; at most %u); deeper stacks end in [truncated]\n"
           "      --user-only      never sample kernel code (default: kernel too, where the\n"
           "                       host allows it: root, CAP_PERFMON or perf_event_paranoid <= 1)\n"
           "  -h, --help           this text\n",
-          DEFAULT_RING_MB);
+          DEFAULT_RING_MB, STACK_COPY_DWARF, STACK_COPY_FP, STACK_COPY_MAX);
 }
 
 typedef struct record_args {
   const char* output;
   zxs_profile_format_t format;
-  long long period_us, ring_mb, duration_s;
+  long long period_us, ring_mb, duration_s, stack_copy;
   pid_t pid;
-  bool inherit, kernel, quiet;
+  bool inherit, kernel, quiet, dwarf;
   char** program;
 } record_args_t;
 
-enum { OPT_PERIOD = 256, OPT_NO_INHERIT, OPT_USER_ONLY };
+enum { OPT_PERIOD = 256, OPT_NO_INHERIT, OPT_USER_ONLY, OPT_UNWIND, OPT_STACK_COPY };
 
 // Returns -1 when parsed, else the status to exit with.
 static int parse_args(int argc, char** argv, record_args_t* a) {
@@ -85,6 +94,8 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
                                           {"no-inherit", no_argument, NULL, OPT_NO_INHERIT},
                                           {"user-only", no_argument, NULL, OPT_USER_ONLY},
                                           {"quiet", no_argument, NULL, 'q'},
+                                          {"unwind", required_argument, NULL, OPT_UNWIND},
+                                          {"stack-copy", required_argument, NULL, OPT_STACK_COPY},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   *a = (record_args_t){.output = "zxsampler.fxt",
@@ -92,7 +103,8 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
                        .period_us = DEFAULT_PERIOD_US,
                        .ring_mb = DEFAULT_RING_MB,
                        .inherit = true,
-                       .kernel = true};
+                       .kernel = true,
+                       .dwarf = zxs_cfi_available()};
   long long n;
   int opt;
   optind = 1;
@@ -145,6 +157,27 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
       case 'q':
         a->quiet = true;
         break;
+      case OPT_UNWIND:
+        if (strcmp(optarg, "fp") == 0) {
+          a->dwarf = false;
+        } else if (strcmp(optarg, "dwarf") == 0) {
+          if (!zxs_cfi_available()) {
+            fprintf(stderr, "%s: --unwind dwarf: this build has no CFI unwinder (libunwind)\n",
+                    ZXSAMPLER_PROG);
+            return 2;
+          }
+          a->dwarf = true;
+        } else {
+          return cli_fail_usage(usage_record, "--unwind takes fp or dwarf, not '%s'", optarg);
+        }
+        break;
+      case OPT_STACK_COPY:
+        if (!cli_parse_positive(optarg, STACK_COPY_MAX, &a->stack_copy) || a->stack_copy < 512) {
+          return cli_fail_usage(usage_record,
+                                "--stack-copy takes bytes from 512 to 65528, not '%s'", optarg);
+        }
+        a->stack_copy &= ~7ll;  // the kernel wants a multiple of 8
+        break;
       case 'h':
         usage_record(stdout);
         return 0;
@@ -161,6 +194,7 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
     return cli_fail_usage(usage_record, "%s", "--duration goes with -p");
   }
   a->program = a->pid == 0 ? &argv[optind] : NULL;
+  if (a->stack_copy == 0) a->stack_copy = a->dwarf ? STACK_COPY_DWARF : STACK_COPY_FP;
   return -1;
 }
 
@@ -336,10 +370,18 @@ static uint64_t now_ms(void) {
 static void print_summary(const record_args_t* a, const record_totals_t* t, uint64_t not_attached,
                           bool kernel) {
   if (!a->quiet) {
+    struct rusage self;
+    getrusage(RUSAGE_SELF, &self);
+    const double cpu = (double)self.ru_utime.tv_sec + (double)self.ru_utime.tv_usec / 1e6 +
+                       (double)self.ru_stime.tv_sec + (double)self.ru_stime.tv_usec / 1e6;
     fprintf(stderr, "%s: %llu samples of %llu thread%s in %llu process%s (%s) written to %s\n",
             ZXSAMPLER_PROG, (unsigned long long)t->samples, (unsigned long long)t->threads,
             t->threads == 1 ? "" : "s", (unsigned long long)t->processes,
             t->processes == 1 ? "" : "es", kernel ? "user and kernel" : "user only", a->output);
+    fprintf(stderr,
+            "%s: stacks unwound with %s; the recorder used %.3f s of CPU (%.1f us a sample)\n",
+            ZXSAMPLER_PROG, a->dwarf ? "CFI" : "frame pointers", cpu,
+            t->samples > 0 ? cpu * 1e6 / (double)t->samples : 0.0);
   }
   if (t->lost > 0) {
     fprintf(stderr,
@@ -358,7 +400,7 @@ static void print_summary(const record_args_t* a, const record_totals_t* t, uint
             t->children_not_followed == 1 ? "" : "es");
   }
   if (t->truncated > 0) {
-    fprintf(stderr, "%s: %llu stack%s cut at the stack copy or 64 frames\n", ZXSAMPLER_PROG,
+    fprintf(stderr, "%s: %llu stack%s cut at the stack copy or 128 frames\n", ZXSAMPLER_PROG,
             (unsigned long long)t->truncated, t->truncated == 1 ? "" : "s");
   }
 }
@@ -391,7 +433,8 @@ int zxsampler_record_main(int argc, char** argv) {
                                    .kernel = a.kernel,
                                    .period_ns = (uint64_t)a.period_us * 1000u,
                                    .ring_bytes = (size_t)a.ring_mb << 20,
-                                   .stack_copy = STACK_COPY_BYTES};
+                                   .stack_copy = (uint32_t)a.stack_copy,
+                                   .dwarf = a.dwarf};
   char error[512];
   record_perf_t* perf = record_perf_open(&options, error, sizeof(error));
   int pidfd = perf != NULL ? (int)syscall(SYS_pidfd_open, target, 0) : -1;
@@ -408,7 +451,7 @@ int zxsampler_record_main(int argc, char** argv) {
     return 1;
   }
   record_processes_t* procs = record_processes_new(spool, record_perf_sample_type(perf), target,
-                                                   record_perf_kernel(perf), a.inherit);
+                                                   record_perf_kernel(perf), a.inherit, a.dwarf);
   if (procs == NULL) {
     fprintf(stderr, "%s: out of memory\n", ZXSAMPLER_PROG);
     return 1;

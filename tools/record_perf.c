@@ -17,7 +17,6 @@
 
 #include "perf_regs.h"
 
-
 typedef struct ring {
   int fd;
   uint8_t* base;  // header page, then data_size bytes
@@ -51,7 +50,7 @@ static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id
   attr->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |
                       PERF_SAMPLE_STACK_USER;
   if (kernel) attr->sample_type |= PERF_SAMPLE_CALLCHAIN;
-  attr->sample_regs_user = ZXS_PERF_REGS_MASK;
+  attr->sample_regs_user = o->dwarf ? ZXS_PERF_REGS_MASK_DWARF : ZXS_PERF_REGS_MASK;
   attr->sample_stack_user = o->stack_copy;
   attr->exclude_kernel = !kernel;
   attr->exclude_callchain_user = 1;  // the user part is walked here, over the stack copy

@@ -24,6 +24,7 @@ typedef struct record_perf_options {
   uint64_t period_ns;     // task-clock period
   size_t ring_bytes;      // data bytes per CPU ring (a power of two number of pages)
   uint32_t stack_copy;    // bytes of user stack copied per sample
+  bool dwarf;             // sample every register CFI unwinding may need (not only fp, sp, pc)
 } record_perf_options_t;
 
 typedef struct record_perf record_perf_t;

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <zxsampler/fxt.h>
 
+#include "cfi_unwind.h"
 #include "elf_symbolizer.h"
 #include "export.h"
 #include "frame_walk.h"
@@ -17,7 +18,7 @@
 #include "perf_regs.h"
 #include "trace_file.h"
 
-#define MAX_FRAMES 64u
+#define MAX_FRAMES ZXS_TRACE_MAX_FRAMES
 #define COMM_MAX 16u
 // Records held for sorting by time before they are handled.
 #define BATCH_LIMIT (8u << 20)
@@ -38,6 +39,8 @@ typedef struct process {
   size_t map_count, map_cap;
   uint64_t samples;
   bool exited;
+  zxs_cfi_space_t* cfi;  // for CFI unwinding, made from `maps` when they were cfi_maps many
+  size_t cfi_maps;
 } process_t;
 
 typedef struct thread {
@@ -67,6 +70,8 @@ struct record_processes {
   uint32_t root;
   bool kernel;
   bool follow_children;
+  zxs_cfi_unwinder_t* unwinder;  // NULL: frame pointers
+  zxs_fxt_buf_t sample;          // one sample record
   process_t* processes;
   size_t process_count, process_cap;
   thread_t* threads;
@@ -197,6 +202,12 @@ static int64_t new_process(record_processes_t* s, uint32_t pid, const process_t*
   return (int64_t)s->process_count++;
 }
 
+// A process object that will see no more samples (it exited, or exec replaced it).
+static void process_done(process_t* p) {
+  zxs_cfi_space_free(p->cfi);
+  p->cfi = NULL;
+}
+
 static process_t* current_process(record_processes_t* s, uint32_t pid) {
   int64_t index = id_map_get(&s->pid_map, pid);
   if (index < 0) index = new_process(s, pid, NULL);
@@ -241,15 +252,79 @@ static bool trailer_id(const struct perf_event_header* h, size_t body, record_id
   return true;
 }
 
+// The CFI address space of a process, remade when its mappings changed.
+static zxs_cfi_space_t* process_space(record_processes_t* s, process_t* p) {
+  if (p->cfi != NULL && p->cfi_maps == p->map_count) return p->cfi;
+  zxs_cfi_space_free(p->cfi);
+  p->cfi = NULL;
+  zxs_cfi_mapping_t* mappings = malloc((p->map_count + 1) * sizeof(*mappings));
+  if (mappings == NULL) return NULL;
+  for (size_t i = 0; i < p->map_count; i++) {
+    mappings[i] = (zxs_cfi_mapping_t){
+        .path = p->maps[i].path, .start = p->maps[i].start, .pgoff = p->maps[i].pgoff};
+  }
+  p->cfi = zxs_cfi_space_new(s->unwinder, mappings, p->map_count);
+  p->cfi_maps = p->map_count;
+  free(mappings);
+  return p->cfi;
+}
+
+// Walks the user stack of a sample into pcs[n..max): with CFI where the recording asked for
+// it, else by frame pointers. `w` points at the sampled registers; *i moves past them and the
+// stack copy.
+static size_t walk_user(record_processes_t* s, process_t* p, const uint64_t* w, size_t words,
+                        size_t* i, uint64_t* pcs, size_t n, bool* truncated) {
+  const size_t nregs = s->unwinder != NULL ? ZXS_PERF_REG_DWARF_COUNT : ZXS_PERF_REG_COUNT;
+  if (*i + nregs > words) return n;
+  zxs_cfi_regs_t cfi;
+  zxs_regs_t regs;
+  if (s->unwinder != NULL) {
+    zxs_perf_regs_to_dwarf(&w[*i], cfi.r);
+    regs = (zxs_regs_t){.fp = cfi.r[ZXS_DWARF_REG_FP],
+                        .sp = cfi.r[ZXS_DWARF_REG_SP],
+                        .pc = cfi.r[ZXS_DWARF_REG_PC]};
+  } else {
+    regs = (zxs_regs_t){.fp = w[*i + ZXS_PERF_REG_FP],
+                        .sp = w[*i + ZXS_PERF_REG_SP],
+                        .pc = w[*i + ZXS_PERF_REG_PC]};
+  }
+  *i += nregs;
+  const void* copy = NULL;
+  size_t copied = 0;
+  if (*i < words) {
+    const uint64_t size = w[(*i)++];
+    if (size > 0 && size % 8 == 0 && size / 8 < words - *i) {
+      copy = &w[*i];
+      copied = w[*i + size / 8];  // dyn_size: what the kernel could read
+      if (copied > size) copied = 0;
+      *i += size / 8 + 1;
+    }
+  }
+  if (n >= MAX_FRAMES) {
+    *truncated = true;
+    return n;
+  }
+  bool cut = false;
+  zxs_cfi_space_t* space = s->unwinder != NULL ? process_space(s, p) : NULL;
+  if (space != NULL) {
+    n += zxs_cfi_unwind(space, &cfi, copy, copied, pcs + n, MAX_FRAMES - n, &cut);
+  } else {
+    n += zxs_frame_walk_copy(&regs, 0, UINTPTR_MAX, copy, copied, pcs + n, MAX_FRAMES - n, &cut);
+  }
+  *truncated = *truncated || cut;
+  return n;
+}
+
 static void on_sample(record_processes_t* s, const struct perf_event_header* h) {
   const size_t words = (h->size - sizeof(*h)) / 8;
-  uint64_t w[words > 0 ? words : 1];
-  memcpy(w, h + 1, words * 8);
-  size_t i = 0;
   if (words < 3) return;
+  uint64_t w[words];
+  memcpy(w, h + 1, words * 8);
   const uint32_t pid = (uint32_t)w[0], tid = (uint32_t)(w[0] >> 32);
   const uint64_t time = w[1];
-  i = 3;  // pid/tid, time, cpu
+  size_t i = 3;  // pid/tid, time, cpu
+  process_t* p = current_process(s, pid);
+  if (p == NULL) return;
   uint64_t pcs[MAX_FRAMES];
   size_t n = 0;
   bool truncated = false;
@@ -269,39 +344,25 @@ static void on_sample(record_processes_t* s, const struct perf_event_header* h) 
     }
     i += nr;
   }
-  if (i >= words) return;
-  const uint64_t abi = w[i++];
-  if (abi != PERF_SAMPLE_REGS_ABI_NONE && i + ZXS_PERF_REG_COUNT <= words) {
-    const zxs_regs_t regs = {
-        .fp = w[i + ZXS_PERF_REG_FP], .sp = w[i + ZXS_PERF_REG_SP], .pc = w[i + ZXS_PERF_REG_PC]};
-    i += ZXS_PERF_REG_COUNT;
-    const void* copy = NULL;
-    size_t copied = 0;
-    if (i < words) {
-      const uint64_t size = w[i++];
-      if (size > 0 && size % 8 == 0 && size / 8 < words - i) {
-        copy = &w[i];
-        copied = w[i + size / 8];  // dyn_size: what the kernel could read
-        if (copied > size) copied = 0;
-      }
-    }
-    if (n < MAX_FRAMES) {
-      bool cut = false;
-      n += zxs_frame_walk_copy(&regs, 0, UINTPTR_MAX, copy, copied, pcs + n, MAX_FRAMES - n, &cut);
-      truncated = truncated || cut;
-    } else {
-      truncated = true;
-    }
+  if (i < words && w[i++] != PERF_SAMPLE_REGS_ABI_NONE) {
+    n = walk_user(s, p, w, words, &i, pcs, n, &truncated);
   }
   if (n == 0) return;
-  process_t* p = current_process(s, pid);
-  if (p == NULL) return;
+  if (truncated) {  // marked at the root
+    if (n == MAX_FRAMES) n--;
+    pcs[n++] = ZXS_TRACE_TRUNCATED_PC;
+  }
   const uint32_t proc = (uint32_t)(p - s->processes);
   thread_t* t = thread_in(s, tid, proc);
   if (t == NULL) return;
-  uint64_t record[ZXS_FXT_SAMPLE_WORDS(MAX_FRAMES)];
-  size_t out = zxs_fxt_encode_sample(record, time, p->koid, tid, pcs, n);
-  if (fwrite(record, 8, out, s->spool) != out) return;
+  zxs_fxt_buf_reset(&s->sample);
+  zxs_fxt_large_blob_t blob = {.ticks = time,
+                               .thread = {.process_koid = p->koid, .thread_koid = tid},
+                               .payload = {.data = pcs, .size = n * 8}};
+  if (zxs_fxt_write_large_blob(&s->sample, &blob, NULL, 0) != ZX_OK ||
+      fwrite(s->sample.data, 1, s->sample.len, s->spool) != s->sample.len) {
+    return;
+  }
   if (p->samples++ == 0) s->totals.processes++;
   if (t->samples++ == 0) s->totals.threads++;
   s->totals.samples++;
@@ -318,6 +379,7 @@ static void on_comm(record_processes_t* s, const struct perf_event_header* h) {
   if (p == NULL) return;
   if (h->misc & PERF_RECORD_MISC_COMM_EXEC) {
     if (!process_is_empty(p)) {  // a new image: a new process object
+      process_done(p);
       int64_t index = new_process(s, pid, NULL);
       if (index < 0) return;
       p = &s->processes[index];
@@ -337,7 +399,10 @@ static void on_fork(record_processes_t* s, const struct perf_event_header* h) {
   if (h->type == PERF_RECORD_EXIT) {
     if (pid == tid) {
       int64_t index = id_map_get(&s->pid_map, pid);
-      if (index >= 0) s->processes[index].exited = true;
+      if (index >= 0) {
+        s->processes[index].exited = true;
+        process_done(&s->processes[index]);
+      }
     }
     return;
   }
@@ -792,7 +857,7 @@ zx_status_t record_processes_write(record_processes_t* s, uint64_t period_ns,
 // --- Life cycle -------------------------------------------------------------------------------
 
 record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_t root, bool kernel,
-                                         bool follow_children) {
+                                         bool follow_children, bool cfi) {
   record_processes_t* s = calloc(1, sizeof(*s));
   if (s == NULL) return NULL;
   s->spool = spool;
@@ -800,6 +865,11 @@ record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_
   s->root = (uint32_t)root;
   s->kernel = kernel;
   s->follow_children = follow_children;
+  zxs_fxt_buf_init(&s->sample);
+  if (cfi && (s->unwinder = zxs_cfi_unwinder_new()) == NULL) {
+    record_processes_free(s);
+    return NULL;
+  }
   if (current_process(s, (uint32_t)root) == NULL) {
     record_processes_free(s);
     return NULL;
@@ -818,6 +888,7 @@ void record_processes_free(record_processes_t* s) {
   for (size_t i = 0; i < s->process_count; i++) {
     for (size_t j = 0; j < s->processes[i].map_count; j++) free(s->processes[i].maps[j].path);
     free(s->processes[i].maps);
+    process_done(&s->processes[i]);
   }
   free(s->processes);
   free(s->threads);
@@ -828,5 +899,7 @@ void record_processes_free(record_processes_t* s) {
   free(s->kernel_pcs);
   free(s->batch);
   free(s->entries);
+  zxs_fxt_buf_destroy(&s->sample);
+  zxs_cfi_unwinder_free(s->unwinder);
   free(s);
 }

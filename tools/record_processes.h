@@ -30,9 +30,10 @@ typedef struct record_totals {
 
 // `spool` receives the sample records (FXT) as they come; `root` is the first process;
 // `kernel`: kernel call chains are sampled; `follow_children`: samples of forked children are
-// expected (else their forks are only counted).
+// expected (else their forks are only counted); `cfi`: samples carry every register
+// (record_perf_options_t.dwarf) and are unwound with CFI, else by frame pointers.
 record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_t root, bool kernel,
-                                         bool follow_children);
+                                         bool follow_children, bool cfi);
 
 // Feeds one perf record (record_perf_fn). Records are buffered and handled in time order by
 // record_processes_flush().

@@ -59,7 +59,7 @@ typedef struct zxs_profile_sample {
   zx_koid_t pid;
   zx_koid_t tid;
   uint64_t ticks;
-  uint32_t depth;      // frames in this sample (1..64)
+  uint32_t depth;      // frames in this sample (1..ZXS_TRACE_MAX_FRAMES)
   size_t first_frame;  // index into frames: frames[first_frame .. first_frame + depth)
 } zxs_profile_sample_t;
 

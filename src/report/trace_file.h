@@ -34,6 +34,13 @@
 // of lines "START END NAME" (hex addresses).
 #define ZXS_TRACE_KERNEL_SYMBOLS_NAME "kernel-symbols"
 
+// Our own recordings keep up to 128 frames a sample (the kernel's record and the sampler API:
+// 64). A stack cut short (by the stack copy or that limit) ends with this PC, which readers show
+// as a "[truncated]" frame at its root; no code lives at address 1.
+#define ZXS_TRACE_MAX_FRAMES 128u
+#define ZXS_TRACE_TRUNCATED_PC 1u
+#define ZXS_TRACE_TRUNCATED_NAME "[truncated]"
+
 // Writes the trace file of a stopped session (`iob` needs READ, MAP and INSPECT), with the
 // modules loaded now. Statuses: the handle's, ZX_ERR_NO_MEMORY, ZX_ERR_IO (stream error),
 // ZX_ERR_IO_DATA_INTEGRITY (a region holds malformed data).

@@ -252,7 +252,7 @@ static zx_status_t add_sample(builder_t* b, const zxs_fxt_record_t* rec) {
   zxs_profile_t* p = b->profile;
   const zxs_fxt_large_blob_t* blob = &rec->blob;
   size_t depth = blob->payload.size / 8;
-  if (blob->payload.size % 8 != 0 || depth == 0 || depth > 64) {
+  if (blob->payload.size % 8 != 0 || depth == 0 || depth > ZXS_TRACE_MAX_FRAMES) {
     return ZX_ERR_IO_DATA_INTEGRITY;
   }
   if (!grow((void**)&p->samples, &b->sample_cap, p->sample_count + 1, sizeof(*p->samples)) ||
@@ -320,6 +320,10 @@ static zx_status_t symbolize(zxs_profile_t* p) {
   zx_status_t status = elves != NULL && tried != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
   for (size_t i = 0; i < p->location_count && status == ZX_OK; i++) {
     zxs_profile_location_t* loc = &p->locations[i];
+    if (loc->address == ZXS_TRACE_TRUNCATED_PC) {
+      loc->function = ZXS_TRACE_TRUNCATED_NAME;
+      continue;
+    }
     if (zxs_profile_is_kernel_address(loc->address)) {
       const uint64_t at = loc->is_return_address ? loc->address - 1 : loc->address;
       const zxs_profile_kernel_symbol_t* sym = find_kernel_symbol(p, at);

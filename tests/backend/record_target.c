@@ -7,7 +7,8 @@
 // second thread), abort, segv, kill9 (SIGKILL to itself), exec (execs `sh -c 'exit 9'`),
 // tree (three levels of processes: level0 forks level1 forks level2), vfork (a vfork child
 // that execs itself in `spin` mode), spin (spins for SECONDS), syscalls (SECONDS of getppid
-// and writes to /dev/null: kernel time).
+// and writes to /dev/null: kernel time), deep (spins 200 calls deep: stacks cut at the depth
+// limit).
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -61,6 +62,15 @@ __attribute__((noinline)) static void syscall_loop(double secs) {
   close(fd);
 }
 
+__attribute__((noinline)) static void recurse(int depth, double secs) {
+  if (depth > 0) {
+    recurse(depth - 1, secs);
+    sink++;  // not a tail call
+    return;
+  }
+  spin_main(secs);
+}
+
 static void* exit_from_thread(void* arg) {
   (void)arg;
   spin_thread(0.2);
@@ -77,6 +87,10 @@ int main(int argc, char** argv) {
   const double secs = argc > 2 ? atof(argv[2]) : 0.3;
   if (strcmp(mode, "spin") == 0) {
     spin_main(secs);
+    return 0;
+  }
+  if (strcmp(mode, "deep") == 0) {
+    recurse(200, secs);
     return 0;
   }
   if (strcmp(mode, "syscalls") == 0) {

@@ -46,8 +46,8 @@ static _Atomic uint64_t g_samples[NSLOTS];       // per slot
 static _Atomic uint64_t g_wrong_thread[NSLOTS];  // sampled on a thread that is not the slot's
 static _Atomic uint64_t g_bad_regs[NSLOTS];      // pc 0 or sp outside the slot's stack
 static _Atomic uint64_t g_wrong_attach_gen[NSLOTS];
-static _Atomic uint64_t g_in_marker[NSLOTS];     // perf-ring: stacks through marker_spin
-static _Atomic uint64_t g_dropped;               // zxs_core_count_dropped, all CPUs
+static _Atomic uint64_t g_in_marker[NSLOTS];  // perf-ring: stacks through marker_spin
+static _Atomic uint64_t g_dropped;            // zxs_core_count_dropped, all CPUs
 static _Atomic uint64_t g_exited_calls;
 static _Atomic zx_koid_t g_exited_koid;
 
@@ -80,17 +80,17 @@ void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t
   const uint32_t i = slot->index;
   atomic_fetch_add(&g_samples[i], 1);
   uint64_t pcs[ZX_SAMPLER_MAX_FRAMES];
-  const size_t n = zxs_frame_walk_copy(regs, atomic_load(&slot->stack_lo),
-                                       atomic_load(&slot->stack_hi), stack, stack_len, pcs,
-                                       ZX_SAMPLER_MAX_FRAMES, NULL);
+  const size_t n =
+      zxs_frame_walk_copy(regs, atomic_load(&slot->stack_lo), atomic_load(&slot->stack_hi), stack,
+                          stack_len, pcs, ZX_SAMPLER_MAX_FRAMES, NULL);
   if (regs->sp < atomic_load(&slot->stack_lo) || regs->sp >= atomic_load(&slot->stack_hi)) {
     atomic_fetch_add(&g_bad_regs[i], 1);
   }
   zxs_prim_caps_t caps;
   zxs_prim_get_caps(&caps);
   const uint64_t now = zxs_prim_ticks();
-  bool bad = n == 0 || n > ZX_SAMPLER_MAX_FRAMES || cpu >= caps.cpu_number_limit ||
-             ticks > now || now - ticks > 10000000000u;
+  bool bad = n == 0 || n > ZX_SAMPLER_MAX_FRAMES || cpu >= caps.cpu_number_limit || ticks > now ||
+             now - ticks > 10000000000u;
   for (size_t k = 0; k < n; k++) bad |= pcs[k] == 0;
   if (bad) {
     atomic_fetch_add(&g_bad_regs[i], 1);

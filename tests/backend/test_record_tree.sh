@@ -3,19 +3,21 @@
 # shells and exec shims, process trees, attaching to a running process, static programs, kernel
 # time, bad input, and a long run with a small buffer.
 #
-#   test_record_tree.sh ZXSAMPLER TARGET TARGET_STATIC
+#   test_record_tree.sh ZXSAMPLER TARGET TARGET_STATIC NOFP_TARGET
 #
 # TARGET is tests/backend/record_target.c built as usual, TARGET_STATIC the same linked
-# statically ("" when the toolchain cannot).
+# statically ("" when the toolchain cannot), NOFP_TARGET nofp_target.cpp built without frame
+# pointers ("" without a C++ compiler).
 set -u
 
-if [ $# -ne 3 ]; then
-  echo "usage: $0 ZXSAMPLER TARGET TARGET_STATIC" >&2
+if [ $# -ne 4 ]; then
+  echo "usage: $0 ZXSAMPLER TARGET TARGET_STATIC NOFP_TARGET" >&2
   exit 2
 fi
 ZXS=$1
 TARGET=$2
 STATIC=$3
+NOFP=$4
 
 # shellcheck source=check_lib.sh
 . "$(dirname "$0")/check_lib.sh"
@@ -59,6 +61,7 @@ probe='echo out; echo err >&2; ls /proc/self/fd | sort | tr "\n" " "; echo;
 (trap '' USR2; sh -c "$probe" >"$T/native.out" 2>"$T/native.err" 3</dev/null)
 (trap '' USR2; "$ZXS" record -o "$T/probe.fxt" -- sh -c "$probe" >"$T/probe.out" \
   2>"$T/probe.err" 3</dev/null)
+check "the probe: the recorder ends as the program did (status $?)" [ $? -eq 0 ]
 grep -v '^zxsampler: ' "$T/probe.err" >"$T/probe.err.program"
 check "the program's stdout is the same under the recorder ($(tr '\n' ' ' <"$T/probe.out"))" \
   cmp -s "$T/native.out" "$T/probe.out"
@@ -190,7 +193,34 @@ check "an unwritable output: status 1" [ "$(cat "$T/bad4.status")" = 1 ]
 check "an unwritable output: found before the program ran" [ ! -e "$T/ran" ]
 check "an unwritable output: says so" grep -q 'cannot write the profile' "$T/bad4.err"
 
-# --- 9. A long run with a small buffer ----------------------------------------------------------
+# --- 9. Whole stacks: CFI where there are no frame pointers, and the depth limit ---------------
+
+# The share of samples whose stack reaches main or a thread's start, from folded stacks.
+reach_share() {  # reach_share FOLDED: prints a percentage
+  awk '{ n = $NF; total += n; if ($0 ~ /(^|;)(main|__libc_start_call_main|start_thread)(;| )/) ok += n }
+       END { printf "%d", (total > 0 ? 100 * ok / total : 0) }' "$1"
+}
+if "$ZXS" record --help | grep -q -- '--unwind HOW' && [ -n "$NOFP" ]; then
+  if "$ZXS" record -q --unwind dwarf -o "$T/nofp.fxt" -- "$NOFP" 0.5 >/dev/null 2>"$T/nofp.err"; then
+    "$ZXS" report -f folded "$T/nofp.fxt" >"$T/nofp.folded"
+    share=$(reach_share "$T/nofp.folded")
+    check "C++ without frame pointers, CFI: >= 90% of stacks reach main (got $share%)" \
+      [ "$share" -ge 90 ]
+    "$ZXS" record -q --unwind fp -o "$T/nofp-fp.fxt" -- "$NOFP" 0.5 >/dev/null 2>&1
+    "$ZXS" report -f folded "$T/nofp-fp.fxt" >"$T/nofp-fp.folded"
+    echo "C++ without frame pointers: $share% reach main with CFI, $(reach_share "$T/nofp-fp.folded")% with frame pointers"
+  else
+    echo "SKIP: this build has no CFI unwinder ($(cat "$T/nofp.err"))"
+  fi
+fi
+record_run deep -- "$TARGET" deep 0.3
+check "200 calls deep: the stacks are marked [truncated]" grep -q '\[truncated\]' "$T/deep.txt"
+check "200 calls deep: and counted on stderr" grep -qE 'stacks? cut at the stack copy or 128 frames' "$T/deep.err"
+"$ZXS" report -f folded "$T/deep.fxt" >"$T/deep.folded"
+check "200 calls deep: 128 frames kept (a stack of ${depth:-?})" \
+  awk -F';' '{ if (NF > max) max = NF } END { exit max != 128 }' "$T/deep.folded"
+
+# --- 10. A long run with a small buffer ----------------------------------------------------------
 
 # 8 s of CPU at 4000 samples/s with 1 MiB rings: the recording covers the whole
 # run, and whatever was lost is said on stderr and in the report's header.

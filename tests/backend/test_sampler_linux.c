@@ -28,9 +28,10 @@
 //                             the last handle while running, mappings outliving the session
 //
 // Sources: the main run uses the library's choice (ZXSAMPLER_SOURCE unset: perf task-clock with a
-// ring buffer where the kernel allows it, else with a signal, else the CPU-clock timer). The source_* tests re-execute this binary with
-// ZXSAMPLER_SOURCE=cputimer (and =perf where perf is usable) set before the first sampler call,
-// and run the end-to-end and 3:1 tests there again ("--variant").
+// ring buffer where the kernel allows it, else with a signal, else the CPU-clock timer). The
+// source_* tests re-execute this binary with ZXSAMPLER_SOURCE=cputimer (and =perf where perf is
+// usable) set before the first sampler call, and run the end-to-end and 3:1 tests there again
+// ("--variant").
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -715,8 +716,8 @@ static void test_ratio_3_to_1(void** state) {
   check_callers(&s);
   const size_t a = counts[IN_WORK_A], b = counts[IN_WORK_B];
   const double ratio = b > 0 ? (double)a / (double)b : 1e9;
-  print_message("3:1 split (%s): work_a %zu, work_b %zu, ratio %.2f\n", zxs_sample_source_name(st.source), a,
-                b, ratio);
+  print_message("3:1 split (%s): work_a %zu, work_b %zu, ratio %.2f\n",
+                zxs_sample_source_name(st.source), a, b, ratio);
   // Tolerance: ratio in [2.0, 4.5] with at least 200 samples in the two loops (~800 expected:
   // the bounds are then more than 4 standard deviations of the binomial count from 3).
   assert_true(a + b >= 200);
@@ -1226,10 +1227,10 @@ static void test_thread_get_exit_detaches(void** state) {
       st.attached_threads, fds_two, fds_one, zxs_sample_source_name(st.source));
   // Its perf fd goes, and so does the pidfd the library watched it with (where the kernel
   // has thread pidfds): at least one fewer.
-  const bool detached = st.attached_threads == 1 &&
-                        ((st.source != ZXS_SOURCE_PERF_TASK_CLOCK &&
-                          st.source != ZXS_SOURCE_PERF_RING) ||
-                         fds_one <= fds_two - 1);
+  const bool detached =
+      st.attached_threads == 1 &&
+      ((st.source != ZXS_SOURCE_PERF_TASK_CLOCK && st.source != ZXS_SOURCE_PERF_RING) ||
+       fds_one <= fds_two - 1);
   assert_int_equal(zx_sampler_stop(iob), ZX_OK);
   atomic_store(&g_stop, true);
   assert_int_equal(pthread_join(tl, NULL), 0);
