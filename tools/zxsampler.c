@@ -39,15 +39,20 @@ static void usage_report(FILE* out) {
           "  -o, --output FILE    where to write (default: standard output)\n"
           "      --pid PID        only the samples of process PID\n"
           "      --comm NAME      only the samples of processes named NAME\n"
+          "      --addresses      top: code without a name one row per address, not per\n"
+          "                       module\n"
           "  -h, --help           this text\n");
 }
 
 static int report(int argc, char** argv) {
-  enum { OPT_PID = 256, OPT_COMM };
-  static const struct option options[] = {
-      {"output", required_argument, NULL, 'o'},  {"format", required_argument, NULL, 'f'},
-      {"pid", required_argument, NULL, OPT_PID}, {"comm", required_argument, NULL, OPT_COMM},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  enum { OPT_PID = 256, OPT_COMM, OPT_ADDRESSES };
+  static const struct option options[] = {{"output", required_argument, NULL, 'o'},
+                                          {"format", required_argument, NULL, 'f'},
+                                          {"pid", required_argument, NULL, OPT_PID},
+                                          {"comm", required_argument, NULL, OPT_COMM},
+                                          {"addresses", no_argument, NULL, OPT_ADDRESSES},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
   const char* output = "-";
   zxs_profile_selection_t selection = {0};
   long long pid;
@@ -72,6 +77,9 @@ static int report(int argc, char** argv) {
         break;
       case OPT_COMM:
         selection.name = optarg;
+        break;
+      case OPT_ADDRESSES:
+        selection.addresses = true;
         break;
       case 'h':
         usage_report(stdout);

@@ -61,10 +61,12 @@ ZXS_API zx_status_t zxs_profile_convert(const char* in_path, const char* out_pat
                                         size_t error_size);
 
 // Which samples a conversion keeps: those of processes with this pid (0: any) and this name
-// (NULL: any). A profile recorded by `zxsampler record` may hold a whole process tree.
+// (NULL: any). A profile recorded by `zxsampler record` may hold a whole process tree. And how
+// the top report shows code without a name: one row per module (default) or per address.
 typedef struct zxs_profile_selection {
   uint64_t pid;
   const char* name;
+  bool addresses;
 } zxs_profile_selection_t;
 
 // As zxs_profile_convert(), keeping only the samples `selection` names (NULL: all). FXT output

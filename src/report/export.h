@@ -130,6 +130,9 @@ zx_status_t zxs_export_markup_modules(const zxs_module_list_t* modules, FILE* ou
 // same table for each thread (by sample count, descending; percent of that thread's samples).
 #define ZXS_EXPORT_TOP_BY_TOTAL (1u << 8)
 #define ZXS_EXPORT_TOP_PER_THREAD (1u << 9)
+// Code without a name is one row per module ("[libfoo.so.1]") unless this flag asks for one row
+// per address ("libfoo.so.1+0x1234").
+#define ZXS_EXPORT_TOP_ADDRESSES (1u << 10)
 zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32_t flags,
                            FILE* out);
 

@@ -110,7 +110,8 @@ static bool write_functions(pprof_state_t* st) {
       size_t mark = zxs_pb_begin(&st->pb, kProfileFunction);
       zxs_pb_varint_field(&st->pb, kFunctionId, slots[at].id);
       zxs_pb_varint_field(&st->pb, kFunctionName, name);
-      zxs_pb_varint_field(&st->pb, kFunctionSystemName, name);
+      zxs_pb_varint_field(&st->pb, kFunctionSystemName,
+                          loc->system_name != NULL ? str(st, loc->system_name) : name);
       zxs_pb_varint_field_nz(&st->pb, kFunctionFilename, file);
       zxs_pb_end(&st->pb, mark);
     }
@@ -140,12 +141,15 @@ static const zxs_segment_t* mapping_segment(const zxs_module_t* m) {
   return first;
 }
 
-// What every location of a module has, for Mapping.has_*: one pass over the locations.
+// What the locations of a module have, for Mapping.has_*: one pass over the locations. A module
+// with any function named says has_functions, so that pprof shows our names rather than trying
+// to symbolize the binary itself (and showing the mapping's name when it cannot); its unnamed
+// locations then show as addresses.
 enum {
   kModuleUsed = 1,
-  kModuleLacksFunction = 2,
-  kModuleLacksFile = 4,
-  kModuleLacksLine = 8,
+  kModuleHasFunction = 2,
+  kModuleHasFile = 4,
+  kModuleHasLine = 8,
 };
 
 static bool write_mappings(pprof_state_t* st) {
@@ -161,9 +165,9 @@ static bool write_mappings(pprof_state_t* st) {
     }
     uint8_t* m = &seen[loc->module];
     *m |= kModuleUsed;
-    *m |= loc->function == NULL || loc->function[0] == '\0' ? kModuleLacksFunction : 0;
-    *m |= loc->file == NULL || loc->file[0] == '\0' ? kModuleLacksFile : 0;
-    *m |= loc->line == 0 ? kModuleLacksLine : 0;
+    *m |= loc->function != NULL && loc->function[0] != '\0' ? kModuleHasFunction : 0;
+    *m |= loc->file != NULL && loc->file[0] != '\0' ? kModuleHasFile : 0;
+    *m |= loc->line != 0 ? kModuleHasLine : 0;
   }
   for (size_t i = 0; i < p->modules.count; i++) {
     const zxs_module_t* m = &p->modules.modules[i];
@@ -184,10 +188,9 @@ static bool write_mappings(pprof_state_t* st) {
     zxs_pb_varint_field_nz(&st->pb, kMappingFileOffset, seg->offset);
     zxs_pb_varint_field_nz(&st->pb, kMappingFilename, str(st, m->path));
     zxs_pb_varint_field_nz(&st->pb, kMappingBuildId, str(st, build_id));
-    zxs_pb_varint_field_nz(&st->pb, kMappingHasFunctions,
-                           used && !(seen[i] & kModuleLacksFunction));
-    zxs_pb_varint_field_nz(&st->pb, kMappingHasFilenames, used && !(seen[i] & kModuleLacksFile));
-    zxs_pb_varint_field_nz(&st->pb, kMappingHasLineNumbers, used && !(seen[i] & kModuleLacksLine));
+    zxs_pb_varint_field_nz(&st->pb, kMappingHasFunctions, used && (seen[i] & kModuleHasFunction));
+    zxs_pb_varint_field_nz(&st->pb, kMappingHasFilenames, used && (seen[i] & kModuleHasFile));
+    zxs_pb_varint_field_nz(&st->pb, kMappingHasLineNumbers, used && (seen[i] & kModuleHasLine));
     zxs_pb_end(&st->pb, mark);
   }
   free(seen);

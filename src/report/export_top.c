@@ -240,10 +240,18 @@ static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out)
   fputs("\n", out);
 }
 
-// Labels as in the other exports (control characters are blanked when written).
+// Labels as in the other exports (control characters are blanked when written), but code
+// without a name grouped by module unless asked for addresses.
 static int64_t intern_label(top_state_t* st, uint32_t location) {
   zxs_sb_t label = {0};
-  zxs_export_append_label(&label, st->profile, location);
+  const zxs_profile_location_t* loc = &st->profile->locations[location];
+  if ((loc->function == NULL || loc->function[0] == '\0') && loc->module >= 0 &&
+      !(st->flags & ZXS_EXPORT_TOP_ADDRESSES)) {
+    zxs_sb_printf(&label, "[%s]",
+                  zxs_export_basename(st->profile->modules.modules[loc->module].path));
+  } else {
+    zxs_export_append_label(&label, st->profile, location);
+  }
   int64_t index = label.failed ? -1 : zxs_strtab_intern(&st->labels, zxs_sb_str(&label));
   zxs_sb_free(&label);
   return index;

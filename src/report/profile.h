@@ -15,14 +15,15 @@
 #include "modules.h"
 
 typedef struct zxs_profile_location {
-  uint64_t address;        // as sampled (a return address is not adjusted here)
-  bool is_return_address;  // symbolized at address - 1
-  uint32_t process;        // index into processes: whose address space `address` is in
-  int32_t module;          // index into modules.modules, -1 if in none
-  uint64_t file_address;   // address - load bias of the module (0 without a module)
-  const char* function;    // NULL if unknown
-  const char* file;        // NULL if unknown
-  uint32_t line;           // 0 if unknown
+  uint64_t address;         // as sampled (a return address is not adjusted here)
+  bool is_return_address;   // symbolized at address - 1
+  uint32_t process;         // index into processes: whose address space `address` is in
+  int32_t module;           // index into modules.modules, -1 if in none
+  uint64_t file_address;    // address - load bias of the module (0 without a module)
+  const char* function;     // NULL if unknown; demangled
+  const char* system_name;  // the name in the binary when `function` was demangled from it
+  const char* file;         // NULL if unknown
+  uint32_t line;            // 0 if unknown
 } zxs_profile_location_t;
 
 // One process object of the trace (one program image: a process that called exec is a new

@@ -88,7 +88,7 @@ bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out) {
 
 // Writes a profile (read from a trace) in one of the derived formats.
 static zx_status_t export_profile(const zxs_profile_t* profile, zxs_profile_format_t format,
-                                  FILE* out) {
+                                  uint32_t top_flags, FILE* out) {
   switch (format) {
     case ZXS_FORMAT_PPROF:
       return zxs_export_pprof(profile, out);
@@ -99,7 +99,7 @@ static zx_status_t export_profile(const zxs_profile_t* profile, zxs_profile_form
     case ZXS_FORMAT_MARKUP:
       return zxs_export_markup(profile, out);
     case ZXS_FORMAT_TOP:
-      return zxs_export_top(profile, 20, 0, out);
+      return zxs_export_top(profile, 20, top_flags, out);
     default:
       return ZX_ERR_INVALID_ARGS;
   }
@@ -116,7 +116,9 @@ static zx_status_t convert_buffer(const void* trace, size_t size, FILE* out,
   zx_status_t status = zxs_profile_from_trace(trace, size, &profile, error, error_size);
   if (status != ZX_OK) return status;
   if (selection != NULL) zxs_profile_select(&profile, selection->pid, selection->name);
-  status = export_profile(&profile, format, out);
+  status =
+      export_profile(&profile, format,
+                     selection != NULL && selection->addresses ? ZXS_EXPORT_TOP_ADDRESSES : 0, out);
   zxs_profile_free(&profile);
   return status;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zxsampler/fxt.h>
 
+#include "demangle.h"
 #include "elf_symbolizer.h"
 #include "trace_file.h"
 
@@ -354,8 +355,14 @@ static zx_status_t symbolize(zxs_profile_t* p) {
                        &where) != ZX_OK) {
       continue;
     }
-    if (where.name != NULL && (loc->function = zxs_profile_strdup(p, where.name)) == NULL) {
-      status = ZX_ERR_NO_MEMORY;
+    if (where.name != NULL) {
+      char* demangled = zxs_demangle(where.name);
+      loc->function = zxs_profile_strdup(p, demangled != NULL ? demangled : where.name);
+      if (demangled != NULL) loc->system_name = zxs_profile_strdup(p, where.name);
+      if (loc->function == NULL || (demangled != NULL && loc->system_name == NULL)) {
+        status = ZX_ERR_NO_MEMORY;
+      }
+      free(demangled);
     }
     if (where.file != NULL && (loc->file = zxs_profile_strdup(p, where.file)) == NULL) {
       status = ZX_ERR_NO_MEMORY;

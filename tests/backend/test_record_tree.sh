@@ -206,6 +206,7 @@ if "$ZXS" record --help | grep -q -- '--unwind HOW' && [ -n "$NOFP" ]; then
     share=$(reach_share "$T/nofp.folded")
     check "C++ without frame pointers, CFI: >= 90% of stacks reach main (got $share%)" \
       [ "$share" -ge 90 ]
+    check "C++ names are demangled" grep -q '(anonymous namespace)::sort_and_count(' "$T/nofp.folded"
     "$ZXS" record -q --unwind fp -o "$T/nofp-fp.fxt" -- "$NOFP" 0.5 >/dev/null 2>&1
     "$ZXS" report -f folded "$T/nofp-fp.fxt" >"$T/nofp-fp.folded"
     echo "C++ without frame pointers: $share% reach main with CFI, $(reach_share "$T/nofp-fp.folded")% with frame pointers"

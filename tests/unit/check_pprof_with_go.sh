@@ -62,8 +62,10 @@ expect raw "$tmp/raw.txt" 'thread:\[103\]'
 expect raw "$tmp/raw.txt" '^ +1: 0x555500001300 M=1 leaf app\.c:30 '
 expect raw "$tmp/raw.txt" '^ +3: 0x555500001104 M=1 main app\.c:10 '
 expect raw "$tmp/raw.txt" '^ +7: 0x7f0000001010 M=2 foo_work foo\.c:5 '
-expect raw "$tmp/raw.txt" '^1: 0x555500001000/0x555500003000/0x1000 /usr/bin/app abcdef0123456789 \[FN\]\[FL\]$'
-expect raw "$tmp/raw.txt" '^2: 0x7f0000001000/0x7f0000002000/0x1000 /lib/libfoo\.so 101112131415161718191a1b1c1d1e1f20212223'
+expect raw "$tmp/raw.txt" '^1: 0x555500001000/0x555500003000/0x1000 /usr/bin/app abcdef0123456789 \[FN\]\[FL\]\[LN\]$'
+expect raw "$tmp/raw.txt" '^2: 0x7f0000001000/0x7f0000002000/0x1000 /lib/libfoo\.so 101112131415161718191a1b1c1d1e1f20212223 \[FN\]'
+# A module whose functions we named says so, so go pprof shows our names, not the mapping's.
+expect top "$tmp/top.txt" ' foo_work$'
 
 if [ "$failures" -ne 0 ]; then
   echo "--- stderr of go tool pprof -top"
