@@ -447,7 +447,10 @@ static void on_mmap2(record_processes_t* s, const struct perf_event_header* h) {
   memcpy(&prot, b + 56, 4);
   const char* name = (const char*)(b + FIXED);
   size_t max = h->size - sizeof(*h) - FIXED - 24;
-  if (!(prot & PROT_EXEC) || strnlen(name, max) == max || name[0] != '/') return;
+  if (!(prot & PROT_EXEC) || strnlen(name, max) == max ||
+      (name[0] != '/' && strcmp(name, ZXS_TRACE_VDSO_PATH) != 0)) {
+    return;
+  }
   mapping_t m = {
       .start = range[0], .len = range[1], .pgoff = range[2], .prot = prot, .path = (char*)name};
   if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
@@ -614,7 +617,20 @@ static const module_file_t* module_file(module_files_t* cache, const char* path)
   zxs_elf_t* elf = NULL;
   const uint8_t* id = NULL;
   const zxs_segment_t* segs = NULL;
-  if (zxs_elf_open(path, &elf) == ZX_OK && zxs_elf_build_id(elf, &id, &f->build_id_size) == ZX_OK &&
+  // The vDSO has no file: ours is the one the kernel maps into every process.
+  const bool vdso = strcmp(path, ZXS_TRACE_VDSO_PATH) == 0;
+  zx_status_t opened = ZX_ERR_NOT_FOUND;
+  if (vdso) {
+    void* image;
+    size_t size;
+    if (zxs_modules_vdso_self(&image, &size) == ZX_OK) {
+      opened = zxs_elf_open_memory(image, size, &elf);
+      free(image);
+    }
+  } else {
+    opened = zxs_elf_open(path, &elf);
+  }
+  if (opened == ZX_OK && zxs_elf_build_id(elf, &id, &f->build_id_size) == ZX_OK &&
       zxs_elf_load_segments(elf, &segs, &f->segment_count) == ZX_OK && f->segment_count > 0 &&
       (f->segments = malloc(f->segment_count * sizeof(*segs))) != NULL) {
     memcpy(f->build_id, id, f->build_id_size);
@@ -682,7 +698,9 @@ static zx_status_t process_modules(const process_t* p, module_files_t* cache,
     memcpy(copy, f->segments, f->segment_count * sizeof(*copy));
     zxs_module_t* mod = &out->modules[out->count++];
     *mod = (zxs_module_t){.path = path,
-                          .kind = out->count == 1 ? ZXS_MODULE_MAIN : ZXS_MODULE_SHARED,
+                          .kind = strcmp(path, ZXS_TRACE_VDSO_PATH) == 0 ? ZXS_MODULE_VDSO
+                                  : out->count == 1                      ? ZXS_MODULE_MAIN
+                                                                         : ZXS_MODULE_SHARED,
                           .build_id_size = f->build_id_size,
                           .load_bias = first->start + anchor->offset - first->pgoff - anchor->vaddr,
                           .segments = copy,
@@ -839,6 +857,7 @@ zx_status_t record_processes_write(record_processes_t* s, uint64_t period_ns,
     zxs_fxt_write_kernel_object(&head, &object, &process_arg, 1);
   }
   if (status == ZX_OK) status = write_kernel_symbols(&head, s);
+  if (status == ZX_OK) status = zxs_trace_write_vdso(&head);
   if (status == ZX_OK) status = head.status;
   if (status == ZX_OK && fwrite(head.data, 1, head.len, out) != head.len) status = ZX_ERR_IO;
   zxs_fxt_buf_destroy(&head);
@@ -869,6 +888,12 @@ record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_
   if (cfi && (s->unwinder = zxs_cfi_unwinder_new()) == NULL) {
     record_processes_free(s);
     return NULL;
+  }
+  void* vdso;
+  size_t vdso_size;
+  if (s->unwinder != NULL && zxs_modules_vdso_self(&vdso, &vdso_size) == ZX_OK) {
+    zxs_cfi_unwinder_add_image(s->unwinder, ZXS_TRACE_VDSO_PATH, vdso, vdso_size);
+    free(vdso);
   }
   if (current_process(s, (uint32_t)root) == NULL) {
     record_processes_free(s);

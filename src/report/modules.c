@@ -177,6 +177,28 @@ zx_status_t zxs_module_vdso_image(const zxs_module_t* module, const void** data,
   return ZX_ERR_NOT_FOUND;
 }
 
+zx_status_t zxs_modules_vdso_self(void** data, size_t* size) {
+  zxs_module_list_t list = {0};
+  zx_status_t status = zxs_modules_capture(&list);
+  if (status != ZX_OK) return status;
+  status = ZX_ERR_NOT_FOUND;
+  for (size_t i = 0; i < list.count && status == ZX_ERR_NOT_FOUND; i++) {
+    const void* image;
+    size_t image_size;
+    if (zxs_module_vdso_image(&list.modules[i], &image, &image_size) != ZX_OK) continue;
+    *data = malloc(image_size);
+    if (*data == NULL) {
+      status = ZX_ERR_NO_MEMORY;
+    } else {
+      memcpy(*data, image, image_size);
+      *size = image_size;
+      status = ZX_OK;
+    }
+  }
+  zxs_modules_free(&list);
+  return status;
+}
+
 zx_status_t zxs_build_id_to_hex(const uint8_t* id, size_t size, char* buf, size_t buf_size) {
   static const char kDigits[] = "0123456789abcdef";
   if ((id == NULL && size > 0) || buf == NULL) {

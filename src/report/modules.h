@@ -114,6 +114,11 @@ zx_status_t zxs_modules_file_address(const zxs_module_list_t* list, uint64_t pc,
 // while it runs. Thread-safe.
 zx_status_t zxs_module_vdso_image(const zxs_module_t* module, const void** data, size_t* size);
 
+// The ELF image of this process's vDSO (see zxs_module_vdso_image()), copied into a malloc'd
+// buffer. ZX_OK, ZX_ERR_NOT_FOUND (no vDSO), ZX_ERR_NOT_SUPPORTED or ZX_ERR_NO_MEMORY.
+// Thread-safe.
+zx_status_t zxs_modules_vdso_self(void** data, size_t* size);
+
 // Writes the build ID as lowercase hex plus a NUL into buf (2 * size + 1 bytes needed).
 // Returns ZX_OK, ZX_ERR_BUFFER_TOO_SMALL or ZX_ERR_INVALID_ARGS. Pure, thread-safe.
 zx_status_t zxs_build_id_to_hex(const uint8_t* id, size_t size, char* buf, size_t buf_size);

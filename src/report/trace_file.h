@@ -11,6 +11,7 @@
 #define ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_
 
 #include <stdio.h>
+#include <zxsampler/fxt.h>
 #include <zxsampler/types.h>
 
 #include "modules.h"
@@ -33,6 +34,15 @@
 // reference names the process (thread koid 0); and the kernel functions sampled, an attachment
 // of lines "START END NAME" (hex addresses).
 #define ZXS_TRACE_KERNEL_SYMBOLS_NAME "kernel-symbols"
+// The vDSO has no file: its ELF image, as the kernel maps it, travels as an attachment of this
+// name, so that its functions (clock_gettime, gettimeofday...) are named anywhere. The module
+// list names it "[vdso]" with its build ID.
+#define ZXS_TRACE_VDSO_NAME "vdso"
+#define ZXS_TRACE_VDSO_PATH "[vdso]"
+
+// Appends the vDSO attachment of this process's vDSO (nothing where there is none).
+// ZX_OK, or the buffer's failure.
+zx_status_t zxs_trace_write_vdso(zxs_fxt_buf_t* buf);
 
 // Our own recordings keep up to 128 frames a sample (the kernel's record and the sampler API:
 // 64). A stack cut short (by the stack copy or that limit) ends with this PC, which readers show

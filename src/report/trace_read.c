@@ -147,6 +147,7 @@ typedef struct {
   uint32_t* table;  // open addressing: location index + 1, 0 = empty
   size_t table_size;
   zxs_module_list_t* modules;  // per process, until they are joined into profile->modules
+  zxs_fxt_bytes_t vdso;        // the vDSO's image, if the trace carries one
   size_t last_process;         // of the last sample: samples come in runs
 } builder_t;
 
@@ -284,10 +285,15 @@ static zx_status_t add_sample(builder_t* b, const zxs_fxt_record_t* rec) {
 
 // Opens each module's file once; a module whose file is missing or whose build ID differs
 // stays unsymbolized rather than being named wrongly.
-static zxs_elf_t* open_module(const zxs_module_t* m) {
-  if (m->kind == ZXS_MODULE_VDSO || m->path[0] == '\0') return NULL;
+static zxs_elf_t* open_module(const zxs_module_t* m, const zxs_fxt_bytes_t* vdso) {
   zxs_elf_t* elf;
-  if (zxs_elf_open(m->path, &elf) != ZX_OK) return NULL;
+  if (m->kind == ZXS_MODULE_VDSO) {  // from the image in the trace
+    if (vdso->size == 0 || zxs_elf_open_memory(vdso->data, vdso->size, &elf) != ZX_OK) {
+      return NULL;
+    }
+  } else if (m->path[0] == '\0' || zxs_elf_open(m->path, &elf) != ZX_OK) {
+    return NULL;
+  }
   const uint8_t* id;
   size_t id_size;
   if (m->build_id_size > 0 &&
@@ -315,7 +321,7 @@ static const zxs_profile_kernel_symbol_t* find_kernel_symbol(const zxs_profile_t
   return address < sym->end ? sym : NULL;
 }
 
-static zx_status_t symbolize(zxs_profile_t* p) {
+static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso) {
   zxs_elf_t** elves = calloc(p->modules.count + 1, sizeof(*elves));
   bool* tried = calloc(p->modules.count + 1, sizeof(*tried));
   zx_status_t status = elves != NULL && tried != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
@@ -346,7 +352,7 @@ static zx_status_t symbolize(zxs_profile_t* p) {
     loc->file_address = file_address;
     if (!tried[index]) {
       tried[index] = true;
-      elves[index] = open_module(m);
+      elves[index] = open_module(m, vdso);
     }
     zxs_elf_location_t where;
     if (elves[index] == NULL ||
@@ -517,6 +523,10 @@ static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
       if (str_is(&rec->blob.name, ZXS_TRACE_MODULES_NAME)) {
         return read_modules(b, p->process_count > 0 ? p->processes[0].koid : 0, &rec->blob.payload);
       }
+      if (str_is(&rec->blob.name, ZXS_TRACE_VDSO_NAME)) {
+        b->vdso = rec->blob.payload;
+        return ZX_OK;
+      }
       if (str_is(&rec->blob.name, ZXS_TRACE_KERNEL_SYMBOLS_NAME)) {
         return read_kernel_symbols(b, (const char*)rec->blob.payload.data, rec->blob.payload.size);
       }
@@ -579,7 +589,7 @@ zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t*
     out->process_name = zxs_profile_strdup(out, "");
     if (out->process_name == NULL) status = ZX_ERR_NO_MEMORY;
   }
-  if (status == ZX_OK) status = symbolize(out);
+  if (status == ZX_OK) status = symbolize(out, &b.vdso);
   if (status != ZX_OK) zxs_profile_free(out);
   return status;
 }

@@ -72,6 +72,18 @@ static zx_status_t write_modules(zxs_fxt_buf_t* buf) {
   return status;
 }
 
+zx_status_t zxs_trace_write_vdso(zxs_fxt_buf_t* buf) {
+  void* image = NULL;
+  size_t size = 0;
+  if (zxs_modules_vdso_self(&image, &size) != ZX_OK) return buf->status;
+  zxs_fxt_large_blob_t blob = {.category = str(ZXS_TRACE_CATEGORY),
+                               .name = str(ZXS_TRACE_VDSO_NAME),
+                               .payload = {.data = image, .size = size}};
+  zx_status_t status = zxs_fxt_write_attachment(buf, &blob);
+  free(image);
+  return status;
+}
+
 zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE* out) {
   zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
   size_t region_count = 0;
@@ -110,6 +122,7 @@ zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE*
     status = write_kernel_objects(&head, pid, period, tids);
   }
   if (status == ZX_OK) status = write_modules(&head);
+  if (status == ZX_OK) status = zxs_trace_write_vdso(&head);
   if (status == ZX_OK) status = samples.status;
   if (status == ZX_OK) {
     if (fwrite(head.data, 1, head.len, out) != head.len ||

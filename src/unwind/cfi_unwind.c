@@ -33,8 +33,9 @@ typedef struct load {
 
 typedef struct cfi_file {
   char* path;
-  const uint8_t* data;  // the whole file, mapped; NULL if unusable
+  const uint8_t* data;  // the whole file, mapped (or copied: `owned`); NULL if unusable
   size_t size;
+  bool owned;
   load_t* loads;
   size_t load_count;
   uint64_t min_vaddr, max_vaddr;
@@ -113,10 +114,8 @@ static bool parse_file(cfi_file_t* f) {
   return f->load_count > 0;
 }
 
-static const cfi_file_t* open_file(zxs_cfi_unwinder_t* u, const char* path) {
-  for (size_t i = 0; i < u->count; i++) {
-    if (strcmp(u->files[i]->path, path) == 0) return u->files[i];
-  }
+// A new entry for `path` (data still NULL).
+static cfi_file_t* add_file(zxs_cfi_unwinder_t* u, const char* path) {
   if (u->count == u->cap) {
     size_t cap = u->cap == 0 ? 16 : 2 * u->cap;
     cfi_file_t** grown = realloc(u->files, cap * sizeof(*grown));
@@ -130,6 +129,32 @@ static const cfi_file_t* open_file(zxs_cfi_unwinder_t* u, const char* path) {
     return NULL;
   }
   u->files[u->count++] = f;
+  return f;
+}
+
+bool zxs_cfi_unwinder_add_image(zxs_cfi_unwinder_t* u, const char* path, const void* data,
+                                size_t size) {
+  cfi_file_t* f = add_file(u, path);
+  uint8_t* copy = f != NULL ? malloc(size) : NULL;
+  if (copy == NULL) return false;
+  memcpy(copy, data, size);
+  f->data = copy;
+  f->size = size;
+  f->owned = true;
+  if (!parse_file(f)) {
+    free(copy);
+    f->data = NULL;
+    return false;
+  }
+  return true;
+}
+
+static const cfi_file_t* open_file(zxs_cfi_unwinder_t* u, const char* path) {
+  for (size_t i = 0; i < u->count; i++) {
+    if (strcmp(u->files[i]->path, path) == 0) return u->files[i];
+  }
+  cfi_file_t* f = add_file(u, path);
+  if (f == NULL) return NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
@@ -154,7 +179,11 @@ zxs_cfi_unwinder_t* zxs_cfi_unwinder_new(void) { return calloc(1, sizeof(zxs_cfi
 void zxs_cfi_unwinder_free(zxs_cfi_unwinder_t* u) {
   if (u == NULL) return;
   for (size_t i = 0; i < u->count; i++) {
-    if (u->files[i]->data != NULL) munmap((void*)u->files[i]->data, u->files[i]->size);
+    if (u->files[i]->owned) {
+      free((void*)u->files[i]->data);
+    } else if (u->files[i]->data != NULL) {
+      munmap((void*)u->files[i]->data, u->files[i]->size);
+    }
     free(u->files[i]->loads);
     free(u->files[i]->path);
     free(u->files[i]);
@@ -359,6 +388,11 @@ size_t zxs_cfi_unwind(zxs_cfi_space_t* s, const zxs_cfi_regs_t* regs, const void
 
 #else  // no libunwind, or not x86-64: frame pointers only
 
+bool zxs_cfi_unwinder_add_image(zxs_cfi_unwinder_t* u, const char* path, const void* data,
+                                size_t size) {
+  (void)u, (void)path, (void)data, (void)size;
+  return false;
+}
 bool zxs_cfi_available(void) { return false; }
 zxs_cfi_unwinder_t* zxs_cfi_unwinder_new(void) { return NULL; }
 void zxs_cfi_unwinder_free(zxs_cfi_unwinder_t* u) { (void)u; }

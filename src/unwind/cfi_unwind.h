@@ -42,6 +42,11 @@ bool zxs_cfi_available(void);
 zxs_cfi_unwinder_t* zxs_cfi_unwinder_new(void);
 void zxs_cfi_unwinder_free(zxs_cfi_unwinder_t* unwinder);
 
+// Adds a module that has no file (the vDSO) under `path`, from its ELF image as mapped
+// (copied). Mappings named `path` then use it. False when out of memory or not ELF.
+bool zxs_cfi_unwinder_add_image(zxs_cfi_unwinder_t* unwinder, const char* path, const void* data,
+                                size_t size);
+
 // The address space of one sampled process, from its file mappings (nothing of them is kept),
 // and libunwind's cache of what it found in them. Replace it when the process maps other
 // modules. NULL when not available or out of memory.

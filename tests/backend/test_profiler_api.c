@@ -82,7 +82,7 @@ static void fxt_file_reads_back_with_samples_threads_and_modules(void** state) {
   zxs_fxt_reader_t reader;
   assert_int_equal(zxs_fxt_reader_init(&reader, data, size), ZX_OK);
   zxs_fxt_record_t rec;
-  size_t samples = 0, threads = 0, modules = 0;
+  size_t samples = 0, threads = 0, modules = 0, vdso = 0;
   while (zxs_fxt_reader_next(&reader, &rec)) {
     if (rec.kind == ZXS_FXT_RECORD_LARGE_BLOB) {
       samples++;
@@ -91,7 +91,8 @@ static void fxt_file_reads_back_with_samples_threads_and_modules(void** state) {
                rec.kernel_object.obj_type == ZX_OBJ_TYPE_THREAD) {
       threads++;
     } else if (rec.kind == ZXS_FXT_RECORD_ATTACHMENT) {
-      modules++;
+      modules += rec.blob.name.len == 7 && memcmp(rec.blob.name.data, "modules", 7) == 0;
+      vdso += rec.blob.name.len == 4 && memcmp(rec.blob.name.data, "vdso", 4) == 0;
     }
   }
   assert_int_equal(reader.status, ZX_OK);
@@ -100,6 +101,7 @@ static void fxt_file_reads_back_with_samples_threads_and_modules(void** state) {
   assert_true(samples > 10);
   assert_int_equal(threads, 2);
   assert_int_equal(modules, 1);
+  assert_int_equal(vdso, 1);  // the vDSO's image, to name its functions
 
   // And it converts, naming the function that ran.
   char top[] = "/tmp/zxs_profiler_top_XXXXXX";

@@ -236,5 +236,8 @@ else
   check "a long run: no loss on stderr, none in the header" sh -c "! grep -q 'Lost: ' '$T/long.txt'"
 fi
 echo "long run: $(sed -n 2,3p "$T/long.txt" | tr '\n' ' ') $(tr '\n' ' ' <"$T/long.err")"
+# The target reads its CPU clock all the time: through the vDSO, which has no file.
+check "the vDSO is named (its image travels in the trace)" \
+  sh -c "'$ZXS' report -f folded '$T/long.fxt' | grep -q '__vdso_clock_gettime'"
 
 finish
