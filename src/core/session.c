@@ -14,6 +14,7 @@
 #include "objects.h"
 #include "percpu_state.h"
 #include "platform.h"
+#include "task_runtime.h"
 #include "thread_table.h"
 
 #define IOB_RIGHTS                                                                          \
@@ -456,6 +457,9 @@ zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic
       zxs_object_release(obj);
       return status;
     }
+    case ZX_INFO_TASK_RUNTIME:
+    case ZX_INFO_TASK_RUNTIME_V1:
+      return zxs_task_runtime_get_info(handle, topic, buffer, buffer_size, actual, avail);
     case ZX_INFO_IOB:
     case ZX_INFO_IOB_REGIONS:
       break;

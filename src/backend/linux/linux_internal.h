@@ -149,6 +149,22 @@ void zxs_linux_perf_limit_routes(int limit);
 // The kernel's floor for software-event periods.
 #define ZXS_LINUX_PERF_MIN_PERIOD ((zx_duration_t)10000)
 
+// --- perf_ring_read.c -------------------------------------------------------------------------
+
+// One record of a ring: its type (PERF_RECORD_*) and the `words` 64-bit words after its header.
+typedef void (*zxs_linux_record_fn)(void* ctx, uint32_t type, const uint64_t* body, size_t words);
+// Hands every record between the ring's tail and head to `on_record`, in order, and frees their
+// space. `base` is the mapping (header page of `page` bytes, then `data_size` bytes of data, a
+// power of two); `scratch` holds one record (64 KiB, 8-aligned). Records whose size is not a
+// multiple of 8 are skipped. One consumer at a time.
+void zxs_linux_ring_read(uint8_t* base, size_t page, size_t data_size, uint64_t* scratch,
+                         zxs_linux_record_fn on_record, void* ctx);
+
+// --- task_runtime_linux.c / runtime_events_linux.c -------------------------------------------
+
+// The calling thread is exiting (its exit hook): its runtime is read one last time.
+void zxs_linux_runtime_thread_exiting(pid_t tid);
+
 // --- source_perf_ring.c -----------------------------------------------------------------------
 
 // Whether a task-clock event with a kernel callchain and a ring buffer can be opened and mapped

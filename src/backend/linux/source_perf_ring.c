@@ -165,14 +165,6 @@ bool zxs_linux_ring_available(void) {
 
 // --- Draining (g_lock held) -------------------------------------------------------------------
 
-static void ring_copy(const ring_t* r, uint64_t pos, void* out, size_t len) {
-  const uint8_t* data = r->base + g_page;
-  const size_t at = (size_t)(pos & (r->data_size - 1));
-  const size_t first = len < r->data_size - at ? len : r->data_size - at;
-  memcpy(out, data + at, first);
-  memcpy((uint8_t*)out + first, data, len - first);
-}
-
 static void handle_sample(ring_t* r, const uint64_t* w, size_t words) {
   // {pid, tid} {time} {cpu, res} {abi} {regs[REG_COUNT]} {size} {data[size]} {dyn_size}
   enum { CPU = 2, ABI = 3, REGS = 4, SIZE = REGS + REG_COUNT, DATA = SIZE + 1 };
@@ -205,31 +197,14 @@ static void count_lost_locked(ring_t* r) {
   }
 }
 
+static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t words) {
+  // PERF_RECORD_LOST: counted by count_lost_locked. PERF_RECORD_THROTTLE/UNTHROTTLE: the
+  // kernel's own rate limit; the samples it skipped were never taken.
+  if (type == PERF_RECORD_SAMPLE) handle_sample(ctx, body, words);
+}
+
 static void drain_locked(ring_t* r) {
-  struct perf_event_mmap_page* meta = (struct perf_event_mmap_page*)(void*)r->base;
-  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;  // only we write it
-  uint64_t* record = g_record;
-  while (head - tail >= sizeof(struct perf_event_header)) {
-    struct perf_event_header hdr;
-    ring_copy(r, tail, &hdr, sizeof(hdr));
-    if (hdr.size < sizeof(hdr) || hdr.size > head - tail) {
-      tail = head;  // cannot happen with a sane kernel; never loop on it
-      break;
-    }
-    if (hdr.size % 8 == 0) {  // a u16: always fits g_record
-      ring_copy(r, tail, record, hdr.size);
-      const uint64_t* body = record + 1;
-      const size_t words = hdr.size / 8 - 1;
-      if (hdr.type == PERF_RECORD_SAMPLE) {
-        handle_sample(r, body, words);
-      }
-      // PERF_RECORD_LOST: counted by count_lost_locked. PERF_RECORD_THROTTLE/UNTHROTTLE: the
-      // kernel's own rate limit; the samples it skipped were never taken.
-    }
-    tail += hdr.size;
-  }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  zxs_linux_ring_read(r->base, g_page, r->data_size, g_record, on_record, r);
   count_lost_locked(r);
 }
 
