@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zxsampler/object.h>
 
 #include "sampling.h"
-#include <zxsampler/object.h>
 
 #define FAKE_PAGE 4096u
 #define FAKE_CPU_LIMIT 8u

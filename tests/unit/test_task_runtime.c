@@ -12,9 +12,9 @@
 #include "fake_platform.h"
 #include "sampling.h"
 
-#define ALL_FIELDS                                                                    \
-  (ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME |                          \
-   ZXS_TASK_RUNTIME_PAGE_FAULT_TIME | ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME)
+#define ALL_FIELDS                                                                              \
+  (ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME | ZXS_TASK_RUNTIME_PAGE_FAULT_TIME | \
+   ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME)
 
 static int setup(void** state) {
   (void)state;
@@ -23,8 +23,8 @@ static int setup(void** state) {
   return 0;
 }
 
-static const zx_info_task_runtime_t kSelf = {.cpu_time = 1000, .queue_time = 200,
-                                             .page_fault_time = 30, .lock_contention_time = 4};
+static const zx_info_task_runtime_t kSelf = {
+    .cpu_time = 1000, .queue_time = 200, .page_fault_time = 30, .lock_contention_time = 4};
 
 static void thread_self_both_layouts(void** state) {
   (void)state;
@@ -32,8 +32,8 @@ static void thread_self_both_layouts(void** state) {
   zx_info_task_runtime_t info;
   memset(&info, 0xff, sizeof(info));
   size_t actual = 9, avail = 9;
-  assert_int_equal(zxs_object_get_info(zxs_thread_self(), ZX_INFO_TASK_RUNTIME, &info,
-                                       sizeof(info), &actual, &avail),
+  assert_int_equal(zxs_object_get_info(zxs_thread_self(), ZX_INFO_TASK_RUNTIME, &info, sizeof(info),
+                                       &actual, &avail),
                    ZX_OK);
   assert_memory_equal(&info, &kSelf, sizeof(info));
   assert_int_equal(actual, 1);
@@ -42,8 +42,8 @@ static void thread_self_both_layouts(void** state) {
 
   zx_info_task_runtime_v1_t v1[2];
   memset(v1, 0xff, sizeof(v1));
-  assert_int_equal(zxs_object_get_info(zxs_thread_self(), ZX_INFO_TASK_RUNTIME_V1, v1,
-                                       sizeof(v1), &actual, NULL),
+  assert_int_equal(zxs_object_get_info(zxs_thread_self(), ZX_INFO_TASK_RUNTIME_V1, v1, sizeof(v1),
+                                       &actual, NULL),
                    ZX_OK);
   assert_int_equal(v1[0].cpu_time, 1000);
   assert_int_equal(v1[0].queue_time, 200);
@@ -72,9 +72,9 @@ static void short_buffers_and_bad_arguments(void** state) {
       zxs_object_get_info(zxs_thread_self(), ZX_INFO_TASK_RUNTIME, NULL, 32, NULL, NULL),
       ZX_ERR_INVALID_ARGS);
   // A topic one version ahead of ours is unknown.
-  assert_int_equal(zxs_object_get_info(zxs_thread_self(), 30u | (2u << 28), &info, sizeof(info),
-                                       NULL, NULL),
-                   ZX_ERR_NOT_SUPPORTED);
+  assert_int_equal(
+      zxs_object_get_info(zxs_thread_self(), 30u | (2u << 28), &info, sizeof(info), NULL, NULL),
+      ZX_ERR_NOT_SUPPORTED);
   assert_int_equal(zxs_task_runtime_fields(zxs_thread_self(), NULL), ZX_ERR_INVALID_ARGS);
   assert_int_equal(zxs_task_runtime_of_koid(fake_self_koid(), NULL, NULL), ZX_ERR_INVALID_ARGS);
 }
@@ -88,14 +88,13 @@ static void handle_checks_in_fuchsias_order(void** state) {
   assert_int_equal(zxs_handle_close(dup), ZX_OK);
   assert_int_equal(zxs_object_get_info(dup, ZX_INFO_TASK_RUNTIME, &info, sizeof(info), NULL, NULL),
                    ZX_ERR_BAD_HANDLE);
-  assert_int_equal(zxs_object_get_info(ZX_HANDLE_INVALID, ZX_INFO_TASK_RUNTIME, &info,
-                                       sizeof(info), NULL, NULL),
-                   ZX_ERR_BAD_HANDLE);
+  assert_int_equal(
+      zxs_object_get_info(ZX_HANDLE_INVALID, ZX_INFO_TASK_RUNTIME, &info, sizeof(info), NULL, NULL),
+      ZX_ERR_BAD_HANDLE);
   // A handle without ZX_RIGHT_INSPECT: denied, even with a short buffer.
   zx_handle_t blind;
-  assert_int_equal(zxs_handle_duplicate(zxs_thread_self(), ZX_RIGHT_DUPLICATE | ZX_RIGHT_READ,
-                                        &blind),
-                   ZX_OK);
+  assert_int_equal(
+      zxs_handle_duplicate(zxs_thread_self(), ZX_RIGHT_DUPLICATE | ZX_RIGHT_READ, &blind), ZX_OK);
   assert_int_equal(
       zxs_object_get_info(blind, ZX_INFO_TASK_RUNTIME, &info, sizeof(info), NULL, NULL),
       ZX_ERR_ACCESS_DENIED);
@@ -112,9 +111,8 @@ static void handle_checks_in_fuchsias_order(void** state) {
                    ZX_ERR_WRONG_TYPE);
   zx_handle_t rsrc;
   assert_int_equal(zxs_debug_resource_get(&rsrc), ZX_OK);
-  assert_int_equal(
-      zxs_object_get_info(rsrc, ZX_INFO_TASK_RUNTIME, &info, sizeof(info), NULL, NULL),
-      ZX_ERR_WRONG_TYPE);
+  assert_int_equal(zxs_object_get_info(rsrc, ZX_INFO_TASK_RUNTIME, &info, sizeof(info), NULL, NULL),
+                   ZX_ERR_WRONG_TYPE);
   zx_handle_t rsrc_blind;
   assert_int_equal(zxs_handle_duplicate(rsrc, ZX_RIGHT_DUPLICATE, &rsrc_blind), ZX_OK);
   assert_int_equal(
@@ -128,8 +126,8 @@ static void other_thread_and_exit(void** state) {
   (void)state;
   const pthread_t other = (pthread_t)0x4321;
   fake_register_thread(other, 7777, true);
-  const zx_info_task_runtime_t rt = {.cpu_time = 50, .queue_time = 6, .page_fault_time = 7,
-                                     .lock_contention_time = 8};
+  const zx_info_task_runtime_t rt = {
+      .cpu_time = 50, .queue_time = 6, .page_fault_time = 7, .lock_contention_time = 8};
   fake_set_runtime(7777, &rt, ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME);
   zx_handle_t thread;
   assert_int_equal(zxs_thread_get(other, &thread), ZX_OK);
@@ -165,13 +163,14 @@ static void other_thread_and_exit(void** state) {
 static void process_sums_threads_exited_included(void** state) {
   (void)state;
   fake_set_runtime(fake_self_koid(), &kSelf, ALL_FIELDS);
-  const zx_info_task_runtime_t a = {.cpu_time = 10, .queue_time = 20, .page_fault_time = 30,
-                                    .lock_contention_time = 40};
+  const zx_info_task_runtime_t a = {
+      .cpu_time = 10, .queue_time = 20, .page_fault_time = 30, .lock_contention_time = 40};
   fake_register_thread((pthread_t)0x1, 9001, true);
   fake_register_thread((pthread_t)0x2, 9002, true);
   fake_set_runtime(9001, &a, ALL_FIELDS);
-  fake_set_runtime(9002, &a, ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME |
-                                 ZXS_TASK_RUNTIME_PAGE_FAULT_TIME);
+  fake_set_runtime(
+      9002, &a,
+      ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME | ZXS_TASK_RUNTIME_PAGE_FAULT_TIME);
   zx_info_task_runtime_t info;
   assert_int_equal(zxs_object_get_info(zxs_process_self(), ZX_INFO_TASK_RUNTIME, &info,
                                        sizeof(info), NULL, NULL),
@@ -183,9 +182,9 @@ static void process_sums_threads_exited_included(void** state) {
   // The process query measured them all; one exits and still counts.
   fake_set_thread_alive(9002, false);
   zx_info_task_runtime_v1_t v1;
-  assert_int_equal(zxs_object_get_info(zxs_process_self(), ZX_INFO_TASK_RUNTIME_V1, &v1,
-                                       sizeof(v1), NULL, NULL),
-                   ZX_OK);
+  assert_int_equal(
+      zxs_object_get_info(zxs_process_self(), ZX_INFO_TASK_RUNTIME_V1, &v1, sizeof(v1), NULL, NULL),
+      ZX_OK);
   assert_int_equal(v1.cpu_time, 1020);
   // Fields measured for every thread: one lacks lock contention.
   uint32_t fields = 0;

@@ -5,8 +5,9 @@
 // copy, drained by a collector thread, no signal), or a perf_event counter or a POSIX timer on
 // the thread's CPU clock that sends one real-time signal to that very thread per period of its
 // CPU time. The handler (signal_handler.c) finds the slot from the signal's payload, checks the
-// generation stored in the slot's backend area, and calls zxs_core_sample(). Generations are process-wide and never reused, so a signal from a source
-// that has since been disarmed (queued late, or from a recycled fd number) is recognised.
+// generation stored in the slot's backend area, and calls zxs_core_sample(). Generations are
+// process-wide and never reused, so a signal from a source that has since been disarmed (queued
+// late, or from a recycled fd number) is recognised.
 #ifndef ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_
 #define ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_
 
@@ -196,10 +197,10 @@ zx_duration_t zxs_linux_cputimer_resolution(void);
 // --- sources.c --------------------------------------------------------------------------------
 
 typedef enum zxs_linux_source_mode {
-  ZXS_LINUX_SOURCE_AUTO = 0,   // perf-ring, else perf, else the CPU-clock timer
-  ZXS_LINUX_SOURCE_RING,  // perf with the kernel's stack walk only
-  ZXS_LINUX_SOURCE_PERF,       // perf with a signal to the thread only
-  ZXS_LINUX_SOURCE_CPUTIMER,   // CPU-clock timer only
+  ZXS_LINUX_SOURCE_AUTO = 0,  // perf-ring, else perf, else the CPU-clock timer
+  ZXS_LINUX_SOURCE_RING,      // perf with the kernel's stack walk only
+  ZXS_LINUX_SOURCE_PERF,      // perf with a signal to the thread only
+  ZXS_LINUX_SOURCE_CPUTIMER,  // CPU-clock timer only
 } zxs_linux_source_mode_t;
 
 // ZXSAMPLER_SOURCE=perf-ring|perf|cputimer (anything else, or unset: auto). Read at each

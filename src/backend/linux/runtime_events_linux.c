@@ -22,6 +22,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "runtime_events_linux.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -36,7 +38,6 @@
 #include <zxsampler/object.h>
 
 #include "linux_internal.h"
-#include "runtime_events_linux.h"
 
 // Data pages of a thread's ring: 64 KiB hold ~2700 fault records (24 bytes each); the drainer
 // is woken at half. Fewer when the locked-memory limit refuses that many.
@@ -141,8 +142,8 @@ static bool add_event(zxs_rt_events_t* ev, int which, struct perf_event_attr* at
 static bool map_ring(zxs_rt_events_t* ev, int which) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   for (size_t pages = RING_PAGES; pages >= RING_MIN_PAGES; pages /= 2) {
-    void* base = mmap(NULL, page * (pages + 1), PROT_READ | PROT_WRITE, MAP_SHARED,
-                      ev->fds[which], 0);
+    void* base =
+        mmap(NULL, page * (pages + 1), PROT_READ | PROT_WRITE, MAP_SHARED, ev->fds[which], 0);
     if (base == MAP_FAILED) continue;
     ev->ring = base;
     ev->page = page;
@@ -184,10 +185,8 @@ uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid) {
   zxs_rt_events_init(ev);
   struct perf_event_attr attrs[ZXS_RT_EVENT_COUNT];
   sample_every_one(&attrs[ZXS_RT_FAULT_BEGIN], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
-  sample_every_one(&attrs[ZXS_RT_FAULT_END_MIN], PERF_TYPE_SOFTWARE,
-                   PERF_COUNT_SW_PAGE_FAULTS_MIN);
-  sample_every_one(&attrs[ZXS_RT_FAULT_END_MAJ], PERF_TYPE_SOFTWARE,
-                   PERF_COUNT_SW_PAGE_FAULTS_MAJ);
+  sample_every_one(&attrs[ZXS_RT_FAULT_END_MIN], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN);
+  sample_every_one(&attrs[ZXS_RT_FAULT_END_MAJ], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ);
   if (open_kind(ev, tid, ZXS_RT_FAULT_BEGIN, ZXS_RT_FAULT_END_MAJ, attrs)) {
     ev->fields |= ZXS_TASK_RUNTIME_PAGE_FAULT_TIME;
   }

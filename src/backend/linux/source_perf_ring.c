@@ -84,9 +84,9 @@ enum { REG_FP = 0, REG_SP = 1, REG_PC = 2, REG_COUNT = 3 };
 typedef struct ring {
   zxs_thread_slot_t* slot;  // NULL: entry unused
   int fd;
-  uint8_t* base;      // header page, then data_size bytes of data
+  uint8_t* base;  // header page, then data_size bytes of data
   size_t map_size;
-  size_t data_size;   // a power of two
+  size_t data_size;  // a power of two
   uint32_t attach_gen;
   uint32_t last_cpu;   // of the last sample drained: lost samples are counted there
   uint64_t lost_seen;  // the event's lost count already counted
@@ -103,7 +103,7 @@ static size_t g_page;
 static uint32_t g_stack_copy;         // bytes per sample; set by probe()
 static uint64_t g_record[65536 / 8];  // one record, copied out of a ring; g_lock
 
-static _Atomic bool g_collector_held;    // tests: the collector drains nothing
+static _Atomic bool g_collector_held;  // tests: the collector drains nothing
 
 static bool g_available;
 static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
@@ -121,8 +121,8 @@ static size_t ring_pages(zx_duration_t period) {
 static int ring_open(pid_t tid, zx_duration_t period, size_t data_size) {
   struct perf_event_attr attr;
   zxs_linux_task_clock_attr(&attr, period);
-  attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-                     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |
+                     PERF_SAMPLE_STACK_USER;
   attr.sample_regs_user = REGS_MASK;
   attr.sample_stack_user = g_stack_copy;
   attr.read_format = PERF_FORMAT_LOST;  // Linux 6.0
@@ -360,9 +360,8 @@ void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
 }
 
 zx_status_t zxs_linux_ring_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
-  return zxs_linux_perf_ioc_period(atomic_load_explicit(&zxs_linux_slot(slot)->fd,
-                                                        memory_order_acquire),
-                                   period);
+  return zxs_linux_perf_ioc_period(
+      atomic_load_explicit(&zxs_linux_slot(slot)->fd, memory_order_acquire), period);
 }
 
 void zxs_prim_sampling_flush(void) {

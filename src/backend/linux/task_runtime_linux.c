@@ -190,18 +190,17 @@ static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
     *status = ZX_OK;
     return m;
   }
-  if (m == NULL) m = new_entry_locked();  // an exited entry with this tid: a reused tid
+  measured_t fresh = {.tid = tid};
+  if (!refresh_locked(&fresh)) {  // gone: an exited entry of this tid stays as it was
+    *status = ZX_ERR_BAD_STATE;
+    return NULL;
+  }
+  if (m == NULL) m = new_entry_locked();  // else a reused tid takes the exited entry's place
   if (m == NULL) {
     *status = ZX_ERR_NO_RESOURCES;
     return NULL;
   }
-  memset(m, 0, sizeof(*m));
-  m->tid = tid;
-  if (!refresh_locked(m)) {
-    m->tid = 0;
-    *status = ZX_ERR_BAD_STATE;
-    return NULL;
-  }
+  *m = fresh;
   m->fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
   m->fields |= zxs_rt_events_open(&m->events, tid);
   if (m->events.ring_fd >= 0 && g_epoll >= 0) {
