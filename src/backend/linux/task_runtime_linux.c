@@ -46,26 +46,47 @@ typedef struct measured {
   uint32_t fields;
   int64_t cpu_time;    // last read (final once exited)
   int64_t queue_time;  // last read (final once exited)
+  int stat_fd;         // its schedstat file while it lives; -1: closed
   zxs_rt_events_t events;
 } measured_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static measured_t g_measured[MAX_MEASURED];
+static uint32_t g_used;                  // entries at and past this index have never been used
 static zx_info_task_runtime_t g_exited;  // sums of exited threads (cpu_time unused)
 static uint32_t g_seen_gen;
 static int g_epoll = -1;
-static pid_t g_pid;  // the process the table belongs to (fork leaves a copy in the child)
+// Set in the child of a fork: the table named the parent's threads and rings, and the drainer
+// stayed in the parent. The next query forgets them (checked without a system call: a query
+// costs a few already).
+static bool g_forked_child;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static _Thread_local pid_t t_tid;
 
-static pid_t current_tid(void) { return (pid_t)syscall(SYS_gettid); }
+static void atfork_child(void) {
+  g_forked_child = true;
+  t_tid = 0;  // the forking thread is a new task in the child
+}
 
-// Run delay (and CPU time) of one of our threads; false when it is gone or /proc is missing.
-static bool read_schedstat(pid_t tid, int64_t* cpu, int64_t* delay) {
-  char path[64], text[128];
-  snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, text, sizeof(text) - 1);
-  close(fd);
+static void register_atfork(void) { (void)pthread_atfork(NULL, NULL, atfork_child); }
+
+static pid_t current_tid(void) {
+  if (t_tid == 0) t_tid = (pid_t)syscall(SYS_gettid);
+  return t_tid;
+}
+
+// Run delay (and CPU time) of one of our threads from its schedstat file, kept open in *fd (-1:
+// open it now) so a query costs one pread. False when the thread is gone (the open file then
+// answers ESRCH) or /proc is missing.
+static bool read_schedstat(pid_t tid, int* fd, int64_t* cpu, int64_t* delay) {
+  if (*fd < 0) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) return false;
+  }
+  char text[128];
+  const ssize_t n = pread(*fd, text, sizeof(text) - 1, 0);
   if (n <= 0) return false;
   text[n] = '\0';
   unsigned long long run = 0, wait = 0;
@@ -73,6 +94,11 @@ static bool read_schedstat(pid_t tid, int64_t* cpu, int64_t* delay) {
   *cpu = (int64_t)run;
   *delay = (int64_t)wait;
   return true;
+}
+
+static void close_schedstat(int* fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
 }
 
 static int64_t clock_ns(clockid_t clock, bool* ok) {
@@ -84,7 +110,7 @@ static int64_t clock_ns(clockid_t clock, bool* ok) {
 // Reads cpu and queue time of a live entry; false when the thread is gone.
 static bool refresh_locked(measured_t* m) {
   int64_t cpu, delay;
-  if (!read_schedstat(m->tid, &cpu, &delay)) return false;
+  if (!read_schedstat(m->tid, &m->stat_fd, &cpu, &delay)) return false;
   bool ok;
   // The clock includes the slice running now; schedstat's sum lags by up to a tick.
   const int64_t clock = clock_ns(zxs_linux_thread_cpuclock(m->tid), &ok);
@@ -100,6 +126,7 @@ static void retire_locked(measured_t* m) {
     epoll_ctl(g_epoll, EPOLL_CTL_DEL, m->events.ring_fd, NULL);
   }
   zxs_rt_events_close(&m->events, false);
+  close_schedstat(&m->stat_fd);
   m->exited = true;
   g_exited.queue_time += m->queue_time;
   g_exited.page_fault_time += m->events.page_fault_ns;
@@ -130,12 +157,14 @@ static void* drainer_main(void* unused) {
 
 // After fork, in the child: the table named the parent's threads and rings. g_lock held.
 static void forget_parent_locked(void) {
-  for (uint32_t i = 0; i < MAX_MEASURED; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     if (g_measured[i].tid != 0 && !g_measured[i].exited) {
       zxs_rt_events_close(&g_measured[i].events, true);
+      close_schedstat(&g_measured[i].stat_fd);
     }
   }
-  memset(g_measured, 0, sizeof(g_measured));
+  memset(g_measured, 0, sizeof(g_measured[0]) * g_used);
+  g_used = 0;
   memset(&g_exited, 0, sizeof(g_exited));
   if (g_epoll >= 0) close(g_epoll);
   g_epoll = -1;
@@ -143,9 +172,10 @@ static void forget_parent_locked(void) {
 
 // The drainer runs in this process; false when it cannot be started. g_lock held.
 static bool ensure_drainer_locked(void) {
-  if (g_pid != getpid()) {
-    if (g_pid != 0) forget_parent_locked();
-    g_pid = getpid();
+  pthread_once(&g_atfork_once, register_atfork);
+  if (g_forked_child) {
+    forget_parent_locked();
+    g_forked_child = false;
   }
   if (g_epoll >= 0) return true;
   g_epoll = epoll_create1(EPOLL_CLOEXEC);
@@ -166,7 +196,7 @@ static bool ensure_drainer_locked(void) {
 }
 
 static measured_t* find_locked(pid_t tid) {
-  for (uint32_t i = 0; i < MAX_MEASURED; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     if (g_measured[i].tid == tid) return &g_measured[i];
   }
   return NULL;
@@ -175,10 +205,11 @@ static measured_t* find_locked(pid_t tid) {
 // An entry for a new measurement: a free one, else the place of an exited thread.
 static measured_t* new_entry_locked(void) {
   measured_t* reuse = NULL;
-  for (uint32_t i = 0; i < MAX_MEASURED; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     if (g_measured[i].tid == 0) return &g_measured[i];
     if (reuse == NULL && g_measured[i].exited) reuse = &g_measured[i];
   }
+  if (g_used < MAX_MEASURED) return &g_measured[g_used++];
   return reuse;
 }
 
@@ -190,13 +221,15 @@ static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
     *status = ZX_OK;
     return m;
   }
-  measured_t fresh = {.tid = tid};
+  measured_t fresh = {.tid = tid, .stat_fd = -1};
   if (!refresh_locked(&fresh)) {  // gone: an exited entry of this tid stays as it was
+    close_schedstat(&fresh.stat_fd);
     *status = ZX_ERR_BAD_STATE;
     return NULL;
   }
   if (m == NULL) m = new_entry_locked();  // else a reused tid takes the exited entry's place
   if (m == NULL) {
+    close_schedstat(&fresh.stat_fd);
     *status = ZX_ERR_NO_RESOURCES;
     return NULL;
   }
@@ -234,7 +267,7 @@ zx_status_t zxs_prim_runtime_measure(const zxs_prim_thread_t* thread) {
 zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out) {
   memset(out, 0, sizeof(*out));
   pthread_mutex_lock(&g_lock);
-  if (g_pid != getpid()) ensure_drainer_locked();  // forget the parent's table after fork
+  if (g_forked_child) ensure_drainer_locked();  // forget the parent's table
   measured_t* m = find_locked((pid_t)koid);
   zx_status_t status = ZX_OK;
   if (m != NULL && !m->exited) {
@@ -245,13 +278,14 @@ zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out) {
     fill(m, out);
   } else {
     // Not measured: the kernel's cpu and queue time of a live thread all the same.
-    measured_t probe = {.tid = (pid_t)koid};
+    measured_t probe = {.tid = (pid_t)koid, .stat_fd = -1};
     if (koid != 0 && refresh_locked(&probe)) {
       probe.fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
       fill(&probe, out);
     } else {
       status = ZX_ERR_NOT_FOUND;
     }
+    close_schedstat(&probe.stat_fd);
   }
   pthread_mutex_unlock(&g_lock);
   return status;
@@ -284,7 +318,7 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
   }
   closedir(dir);
   // Measured threads /proc no longer lists have exited.
-  for (uint32_t i = 0; i < MAX_MEASURED; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     measured_t* m = &g_measured[i];
     if (m->tid != 0 && !m->exited && m->seen != gen) retire_locked(m);
   }
@@ -300,7 +334,7 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
 
 void zxs_linux_runtime_thread_exiting(pid_t tid) {
   pthread_mutex_lock(&g_lock);
-  measured_t* m = g_pid == getpid() ? find_locked(tid) : NULL;
+  measured_t* m = g_forked_child ? NULL : find_locked(tid);
   if (m != NULL && !m->exited) {
     refresh_locked(m);  // on the thread itself: its final values
     retire_locked(m);
