@@ -112,6 +112,10 @@ ZXS_API zx_status_t zxs_thread_get(pthread_t thread, zx_handle_t* out);
 // nothing costs) before. A query on the process handle begins measuring every live thread.
 // queue_time of a thread that exited is its value when the library last read it (exact for
 // threads that queried through their own zx_thread_self() handle: they are read as they exit).
+// Each thread measured for page faults and locks holds 6 file descriptors and a 36 KiB perf ring
+// (locked memory, shared with the sampler's perf-ring source): at most RLIMIT_NOFILE/32 threads
+// are (ZXSAMPLER_RUNTIME_MAX_THREADS=N changes it); the others get cpu and queue time only, and
+// their fields say so.
 
 // Bits of zxs_task_runtime_fields(): which fields of zx_info_task_runtime_t are measured.
 #define ZXS_TASK_RUNTIME_CPU_TIME (1u << 0)

@@ -378,7 +378,46 @@ static void unprivileged_caller_gets_the_fields_it_can(void** state) {
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+// --- The descriptor budget ------------------------------------------------------------------
+
+static void* report_fields(void* arg) {
+  *(uint32_t*)arg = fields_of(zx_thread_self());
+  return NULL;
+}
+
+// With ZXSAMPLER_RUNTIME_MAX_THREADS=1 (--one-thread-child), only the first thread measured gets
+// events: the next one is told it has cpu and queue time only, and so is the process.
+static int one_thread_child(void) {
+  const uint32_t first = fields_of(zx_thread_self());
+  uint32_t second = 0;
+  pthread_t t;
+  pthread_create(&t, NULL, report_fields, &second);
+  pthread_join(t, NULL);
+  const uint32_t process = fields_of(zx_process_self());
+  const uint32_t basic = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
+  if ((first & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) == 0) return 77;  // no perf events here
+  return second == basic && process == basic ? 0 : 20;
+}
+
+static void measured_threads_are_limited_and_say_so(void** state) {
+  (void)state;
+  const pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    char* const args[] = {"test_task_runtime_linux", "--one-thread-child", NULL};
+    char* const env[] = {"ZXSAMPLER_RUNTIME_MAX_THREADS=1", NULL};
+    execve("/proc/self/exe", args, env);
+    _exit(9);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) skip();  // perf software events refused here
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--one-thread-child") == 0) return one_thread_child();
   if (argc > 1 && strcmp(argv[1], "--unprivileged-child") == 0) return unprivileged_child();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(cpu_time_is_the_thread_cpu_clock),
@@ -387,6 +426,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(lock_contention_time_on_the_address_space_lock),
       cmocka_unit_test(another_thread_and_the_process_after_it_exits),
       cmocka_unit_test(unprivileged_caller_gets_the_fields_it_can),
+      cmocka_unit_test(measured_threads_are_limited_and_say_so),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

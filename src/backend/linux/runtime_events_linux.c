@@ -39,9 +39,10 @@
 
 #include "linux_internal.h"
 
-// Data pages of a thread's ring: 64 KiB hold ~2700 fault records (24 bytes each); the drainer
-// is woken at half. Fewer when the locked-memory limit refuses that many.
-#define RING_PAGES 16u
+// Data pages of a thread's ring: 32 KiB hold ~1350 fault records (24 bytes each); the drainer
+// is woken at half. Fewer when the locked-memory limit refuses that many (perf rings share
+// perf_event_mlock_kb with the sampler's perf-ring source, so they stay small).
+#define RING_PAGES 8u
 #define RING_MIN_PAGES 2u
 // include/trace/events/lock.h: the contention is on a spin lock.
 #define LCB_F_SPIN (1u << 0)

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +63,24 @@ static int g_epoll = -1;
 static bool g_forked_child;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static _Thread_local pid_t t_tid;
+static uint32_t g_with_events;   // live entries with perf events open
+static uint32_t g_events_limit;  // at most this many: events_limit()
+
+// Each thread with events holds 6 descriptors (5 events, its schedstat file): keep them to a
+// 32nd of the descriptor limit (32 threads at the usual 1024), so measuring never starves the
+// program of files. ZXSAMPLER_RUNTIME_MAX_THREADS=N overrides it. Threads beyond it get cpu and
+// queue time only, and their fields say so.
+static uint32_t events_limit(void) {
+  if (g_events_limit == 0) {
+    struct rlimit rl;
+    uint64_t limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 32 : 32;
+    const char* env = getenv("ZXSAMPLER_RUNTIME_MAX_THREADS");
+    if (env != NULL && *env != '\0') limit = strtoull(env, NULL, 10);
+    if (limit < 1) limit = 1;
+    g_events_limit = limit < MAX_MEASURED ? (uint32_t)limit : MAX_MEASURED;
+  }
+  return g_events_limit;
+}
 
 static void atfork_child(void) {
   g_forked_child = true;
@@ -116,6 +135,8 @@ static bool refresh_locked(measured_t* m) {
   const int64_t clock = clock_ns(zxs_linux_thread_cpuclock(m->tid), &ok);
   m->cpu_time = ok ? clock : cpu;
   m->queue_time = delay;
+  // Only threads with events keep their file open (the descriptor budget is theirs).
+  if (m->events.ring_fd < 0) close_schedstat(&m->stat_fd);
   return true;
 }
 
@@ -125,6 +146,7 @@ static void retire_locked(measured_t* m) {
   if (g_epoll >= 0 && m->events.ring_fd >= 0) {
     epoll_ctl(g_epoll, EPOLL_CTL_DEL, m->events.ring_fd, NULL);
   }
+  if (m->events.fields != 0) g_with_events--;
   zxs_rt_events_close(&m->events, false);
   close_schedstat(&m->stat_fd);
   m->exited = true;
@@ -165,6 +187,7 @@ static void forget_parent_locked(void) {
   }
   memset(g_measured, 0, sizeof(g_measured[0]) * g_used);
   g_used = 0;
+  g_with_events = 0;
   memset(&g_exited, 0, sizeof(g_exited));
   if (g_epoll >= 0) close(g_epoll);
   g_epoll = -1;
@@ -235,7 +258,13 @@ static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
   }
   *m = fresh;
   m->fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
-  m->fields |= zxs_rt_events_open(&m->events, tid);
+  if (g_with_events < events_limit()) {
+    m->fields |= zxs_rt_events_open(&m->events, tid);
+    if (m->events.fields != 0) g_with_events++;
+  } else {
+    zxs_rt_events_init(&m->events);
+  }
+  if (m->events.ring_fd < 0) close_schedstat(&m->stat_fd);
   if (m->events.ring_fd >= 0 && g_epoll >= 0) {
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)(m - g_measured)};
     epoll_ctl(g_epoll, EPOLL_CTL_ADD, m->events.ring_fd, &ev);
@@ -278,7 +307,7 @@ zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out) {
     fill(m, out);
   } else {
     // Not measured: the kernel's cpu and queue time of a live thread all the same.
-    measured_t probe = {.tid = (pid_t)koid, .stat_fd = -1};
+    measured_t probe = {.tid = (pid_t)koid, .stat_fd = -1, .events.ring_fd = -1};
     if (koid != 0 && refresh_locked(&probe)) {
       probe.fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
       fill(&probe, out);
