@@ -187,16 +187,20 @@ int main(int argc, char** argv) {
       fc[m][r] = (double)run.cpu / faults;
     }
   }
-  printf("\nA. first touch of %u MiB (%.0f faults), median per fault\n", FAULT_BYTES >> 20, faults);
-  printf("  %-12s %10s %10s\n", "", "wall ns", "cpu ns");
-  printf("  %-12s %10.0f %10.0f\n", "unmeasured", bench_median(fw[0], rounds),
-         bench_median(fc[0], rounds));
-  printf("  %-12s %10.0f %10.0f\n", "measured", bench_median(fw[1], rounds),
-         bench_median(fc[1], rounds));
-  printf("  cost per fault: %+.0f ns wall, %+.0f ns cpu (%+.1f%% wall)\n",
+  printf("\nA. first touch of %u MiB (%.0f faults), per fault: median (p25..p75)\n",
+         FAULT_BYTES >> 20, faults);
+  printf("  %-12s %22s %22s\n", "", "wall ns", "cpu ns");
+  for (int m = 0; m < 2; m++) {
+    printf("  %-12s %8.0f (%5.0f..%5.0f) %8.0f (%5.0f..%5.0f)\n", m ? "measured" : "unmeasured",
+           bench_median(fw[m], rounds), bench_quantile(fw[m], rounds, 0.25),
+           bench_quantile(fw[m], rounds, 0.75), bench_median(fc[m], rounds),
+           bench_quantile(fc[m], rounds, 0.25), bench_quantile(fc[m], rounds, 0.75));
+  }
+  printf("  cost per fault (medians): %+.0f ns wall (%+.1f%%), %+.0f ns cpu (%+.1f%%)\n",
          bench_median(fw[1], rounds) - bench_median(fw[0], rounds),
+         100.0 * (bench_median(fw[1], rounds) / bench_median(fw[0], rounds) - 1),
          bench_median(fc[1], rounds) - bench_median(fc[0], rounds),
-         100.0 * (bench_median(fw[1], rounds) / bench_median(fw[0], rounds) - 1));
+         100.0 * (bench_median(fc[1], rounds) / bench_median(fc[0], rounds) - 1));
 
   double lw[2][MAX_ROUNDS], lc[2][MAX_ROUNDS], ln[2][MAX_ROUNDS];
   for (int r = 0; r < rounds; r++) {
@@ -207,22 +211,25 @@ int main(int argc, char** argv) {
       ln[m][r] = (double)run.contentions;
     }
   }
-  printf("\nB. %d threads x %d mmap+touch+munmap, median\n", LOCK_THREADS, LOCK_ROUNDS);
-  printf("  %-12s %10s %10s %12s\n", "", "wall ms", "cpu ms", "contentions");
+  printf("\nB. %d threads x %d mmap+touch+munmap: median (p25..p75)\n", LOCK_THREADS, LOCK_ROUNDS);
+  printf("  %-12s %22s %22s %12s\n", "", "wall ms", "cpu ms", "contentions");
   for (int m = 0; m < 2; m++) {
-    printf("  %-12s %10.1f %10.1f %12.0f\n", m ? "measured" : "unmeasured",
-           bench_median(lw[m], rounds), bench_median(lc[m], rounds), bench_median(ln[m], rounds));
+    printf("  %-12s %8.1f (%5.0f..%5.0f) %8.1f (%5.0f..%5.0f) %12.0f\n",
+           m ? "measured" : "unmeasured", bench_median(lw[m], rounds),
+           bench_quantile(lw[m], rounds, 0.25), bench_quantile(lw[m], rounds, 0.75),
+           bench_median(lc[m], rounds), bench_quantile(lc[m], rounds, 0.25),
+           bench_quantile(lc[m], rounds, 0.75), bench_median(ln[m], rounds));
   }
   const double extra_cpu_ms = bench_median(lc[1], rounds) - bench_median(lc[0], rounds);
-  printf("  slowdown %+.1f%% wall, %+.1f%% cpu",
+  printf("  slowdown (medians) %+.1f%% wall, %+.1f%% cpu; %+.0f ns cpu per mmap+munmap",
          100.0 * (bench_median(lw[1], rounds) / bench_median(lw[0], rounds) - 1),
-         100.0 * (bench_median(lc[1], rounds) / bench_median(lc[0], rounds) - 1));
+         100.0 * (bench_median(lc[1], rounds) / bench_median(lc[0], rounds) - 1),
+         extra_cpu_ms * 1e6 / (LOCK_THREADS * LOCK_ROUNDS));
   if (bench_median(ln[1], rounds) > 0) {
-    printf("; extra cpu per contention %+.0f ns", extra_cpu_ms * 1e6 / bench_median(ln[1], rounds));
+    printf(", %+.0f ns per counted contention\n", extra_cpu_ms * 1e6 / bench_median(ln[1], rounds));
   } else {
-    printf("; contentions not counted (no lock:contention_begin counter here)");
+    printf("; contentions not counted (no lock:contention_begin counter here)\n");
   }
-  printf("; per mmap+munmap %+.0f ns cpu\n", extra_cpu_ms * 1e6 / (LOCK_THREADS * LOCK_ROUNDS));
 
   double self_ns[MAX_ROUNDS], v1_ns[MAX_ROUNDS], proc_ns[MAX_ROUNDS];
   for (int r = 0; r < rounds; r++) {
