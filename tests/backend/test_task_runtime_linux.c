@@ -27,6 +27,13 @@
 #include <cmocka.h>
 #include <zxsampler/zircon.h>
 
+// cmocka's skip() says nothing: say why first.
+#define skip_because(reason)         \
+  do {                               \
+    printf("skipped: %s\n", reason); \
+    skip();                          \
+  } while (0)
+
 static int64_t ns_of(clockid_t clock) {
   struct timespec ts;
   clock_gettime(clock, &ts);
@@ -125,7 +132,7 @@ static void* compete(void* arg) {
 static void queue_time_of_threads_pinned_to_one_cpu(void** state) {
   (void)state;
   if ((fields_of(zx_thread_self()) & ZXS_TASK_RUNTIME_QUEUE_TIME) == 0) {
-    skip();  // no /proc/self/task/TID/schedstat here
+    skip_because("no /proc/self/task/TID/schedstat here");
   }
   pthread_barrier_t start;
   pthread_barrier_init(&start, NULL, 2);
@@ -154,7 +161,7 @@ static void page_fault_time_of_a_first_touch_loop(void** state) {
   (void)state;
   const zx_handle_t self = zx_thread_self();
   if ((fields_of(self) & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) == 0) {
-    skip();  // perf software events refused here (perf_event_paranoid 3, seccomp)
+    skip_because("perf software events refused here (perf_event_paranoid 3, seccomp)");
   }
   struct rusage r0, r1;
   getrusage(RUSAGE_THREAD, &r0);
@@ -231,7 +238,7 @@ static void lock_contention_time_on_the_address_space_lock(void** state) {
   pthread_create(&t, NULL, mapper, &alone);
   pthread_join(t, NULL);
   if ((alone.fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME) == 0) {
-    skip();  // no tracefs, or no right to open kernel tracepoint events (not root/CAP_PERFMON)
+    skip_because("no tracefs, or no right to open kernel tracepoint events (not root/CAP_PERFMON)");
   }
   const double alone_lock =
       (double)(alone.after.lock_contention_time - alone.before.lock_contention_time);
@@ -360,7 +367,7 @@ static int unprivileged_child(void) {
 
 static void unprivileged_caller_gets_the_fields_it_can(void** state) {
   (void)state;
-  if (geteuid() != 0) skip();  // already unprivileged: the other tests cover this
+  if (geteuid() != 0) skip_because("already unprivileged: the other tests cover this");
   const pid_t child = fork();
   assert_true(child >= 0);
   if (child == 0) {  // only async-signal-safe calls until exec: this process has threads
@@ -376,6 +383,56 @@ static void unprivileged_caller_gets_the_fields_it_can(void** state) {
   assert_int_equal(waitpid(child, &status, 0), child);
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+// --- fork -----------------------------------------------------------------------------------
+
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+// The child of a measuring program measures its own thread afresh: the parent's table, rings
+// and drainer are not its own.
+static void the_child_of_a_fork_measures_its_own_thread(void** state) {
+  (void)state;
+#ifdef UNDER_TSAN
+  skip_because("TSan does not let a forked child of a threaded program start threads");
+#endif
+  const zx_handle_t self = zx_thread_self();
+  (void)fields_of(self);
+  spin_ns(50000000);
+  const zx_info_task_runtime_t parent = runtime_of(self);
+  const pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    zx_info_task_runtime_t info;
+    if (zx_object_get_info(zx_thread_self(), ZX_INFO_TASK_RUNTIME, &info, sizeof(info), NULL,
+                           NULL) != ZX_OK) {
+      _exit(1);
+    }
+    // The child's thread is new: its CPU time is its own, not the parent's 50 ms and more.
+    if (info.cpu_time <= 0 || info.cpu_time >= parent.cpu_time) _exit(2);
+    first_touch(4u << 20);
+    uint32_t fields = 0;
+    if (zxs_task_runtime_fields(zx_thread_self(), &fields) != ZX_OK) _exit(3);
+    zx_info_task_runtime_t after;
+    if (zx_object_get_info(zx_process_self(), ZX_INFO_TASK_RUNTIME, &after, sizeof(after), NULL,
+                           NULL) != ZX_OK) {
+      _exit(4);
+    }
+    if ((fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) != 0 && after.page_fault_time <= 0) _exit(5);
+    _exit(0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  // The parent goes on measuring.
+  assert_true(runtime_of(self).cpu_time >= parent.cpu_time);
 }
 
 // --- The descriptor budget ------------------------------------------------------------------
@@ -412,7 +469,7 @@ static void measured_threads_are_limited_and_say_so(void** state) {
   int status = 0;
   assert_int_equal(waitpid(child, &status, 0), child);
   assert_true(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) skip();  // perf software events refused here
+  if (WEXITSTATUS(status) == 77) skip_because("perf software events refused here");
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
@@ -427,6 +484,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(another_thread_and_the_process_after_it_exits),
       cmocka_unit_test(unprivileged_caller_gets_the_fields_it_can),
       cmocka_unit_test(measured_threads_are_limited_and_say_so),
+      cmocka_unit_test(the_child_of_a_fork_measures_its_own_thread),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,7 @@ typedef struct measured {
   pid_t tid;      // 0: free
   bool exited;    // its totals are in g_exited; kept for lookups by koid
   uint32_t seen;  // the process query that last found it in /proc
+  uint32_t gen;   // of this measurement: the drainer's events name it, so a stale one is ignored
   uint32_t fields;
   int64_t cpu_time;    // last read (final once exited)
   int64_t queue_time;  // last read (final once exited)
@@ -56,6 +57,7 @@ static measured_t g_measured[MAX_MEASURED];
 static uint32_t g_used;                  // entries at and past this index have never been used
 static zx_info_task_runtime_t g_exited;  // sums of exited threads (cpu_time unused)
 static uint32_t g_seen_gen;
+static uint32_t g_measure_gen;
 static int g_epoll = -1;
 // Set in the child of a fork: the table named the parent's threads and rings, and the drainer
 // stayed in the parent. The next query forgets them (checked without a system call: a query
@@ -82,12 +84,18 @@ static uint32_t events_limit(void) {
   return g_events_limit;
 }
 
+// g_lock is held across fork, so the child never inherits it locked mid-drain.
+static void atfork_prepare(void) { pthread_mutex_lock(&g_lock); }
+static void atfork_parent(void) { pthread_mutex_unlock(&g_lock); }
 static void atfork_child(void) {
   g_forked_child = true;
   t_tid = 0;  // the forking thread is a new task in the child
+  pthread_mutex_unlock(&g_lock);
 }
 
-static void register_atfork(void) { (void)pthread_atfork(NULL, NULL, atfork_child); }
+static void register_atfork(void) {
+  (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
 
 static pid_t current_tid(void) {
   if (t_tid == 0) t_tid = (pid_t)syscall(SYS_gettid);
@@ -165,8 +173,10 @@ static void* drainer_main(void* unused) {
     if (n < 0 && errno != EINTR) return NULL;
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < n; i++) {
-      measured_t* m = &g_measured[events[i].data.u32];
-      if (m->tid == 0 || m->exited) continue;
+      // {index, generation}: an event read before the lock may be for a measurement that has
+      // since ended and whose entry now measures another thread.
+      measured_t* m = &g_measured[(uint32_t)events[i].data.u64];
+      if (m->tid == 0 || m->exited || m->gen != (uint32_t)(events[i].data.u64 >> 32)) continue;
       if ((events[i].events & EPOLLHUP) != 0) {
         retire_locked(m);  // the event's thread exited
       } else {
@@ -257,6 +267,7 @@ static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
     return NULL;
   }
   *m = fresh;
+  m->gen = ++g_measure_gen;
   m->fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
   if (g_with_events < events_limit()) {
     m->fields |= zxs_rt_events_open(&m->events, tid);
@@ -266,7 +277,8 @@ static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
   }
   if (m->events.ring_fd < 0) close_schedstat(&m->stat_fd);
   if (m->events.ring_fd >= 0 && g_epoll >= 0) {
-    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)(m - g_measured)};
+    struct epoll_event ev = {.events = EPOLLIN,
+                             .data.u64 = (uint64_t)m->gen << 32 | (uint32_t)(m - g_measured)};
     epoll_ctl(g_epoll, EPOLL_CTL_ADD, m->events.ring_fd, &ev);
   }
   *status = ZX_OK;
