@@ -127,6 +127,7 @@ ZXS_API zx_status_t zxs_thread_get(pthread_t thread, zx_handle_t* out);
 // for the process, the fields measured for every thread measured now), as ZXS_TASK_RUNTIME_*
 // bits. Measuring page faults and lock contention begins here if it had not.
 //   ZX_ERR_INVALID_ARGS fields NULL; handle errors (a thread or process with ZX_RIGHT_INSPECT).
+// Thread-safe; not async-signal-safe (it takes locks and may open perf events).
 ZXS_API zx_status_t zxs_task_runtime_fields(zx_handle_t task, uint32_t* fields);
 
 // The runtime of one thread of this process named by its koid (the tid on Linux), without a
@@ -135,6 +136,7 @@ ZXS_API zx_status_t zxs_task_runtime_fields(zx_handle_t task, uint32_t* fields);
 // Does not begin measuring a thread it does not measure yet (use a handle for that).
 //   ZX_ERR_INVALID_ARGS out NULL; ZX_ERR_NOT_FOUND no live thread and no measured exited thread
 //   has this koid; ZX_ERR_NOT_SUPPORTED the backend has no task runtime.
+// Thread-safe; not async-signal-safe.
 ZXS_API zx_status_t zxs_task_runtime_of_koid(zx_koid_t koid, zx_info_task_runtime_t* out,
                                              uint32_t* fields);
 
