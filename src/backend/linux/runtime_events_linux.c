@@ -139,21 +139,28 @@ static bool add_event(zxs_rt_events_t* ev, int which, struct perf_event_attr* at
   return true;
 }
 
-// Maps the ring of the first event opened; false (and that event closed) when it cannot be.
-static bool map_ring(zxs_rt_events_t* ev, int which) {
+// Opens event `which` as the ring's owner and maps its ring: RING_PAGES of data, or fewer when
+// the locked-memory limit refuses that many. The event is reopened for each size, since it wakes
+// the drainer when half of its own ring is used (a watermark fixed at open).
+static bool open_ring_owner(zxs_rt_events_t* ev, int which, struct perf_event_attr* attr,
+                            pid_t tid) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   for (size_t pages = RING_PAGES; pages >= RING_MIN_PAGES; pages /= 2) {
+    attr->watermark = 1;
+    attr->wakeup_watermark = (uint32_t)(pages * page / 2);
+    if (!add_event(ev, which, attr, tid)) return false;
     void* base =
         mmap(NULL, page * (pages + 1), PROT_READ | PROT_WRITE, MAP_SHARED, ev->fds[which], 0);
-    if (base == MAP_FAILED) continue;
-    ev->ring = base;
-    ev->page = page;
-    ev->data_size = page * pages;
-    ev->ring_fd = ev->fds[which];
-    return true;
+    if (base != MAP_FAILED) {
+      ev->ring = base;
+      ev->page = page;
+      ev->data_size = page * pages;
+      ev->ring_fd = ev->fds[which];
+      return true;
+    }
+    close(ev->fds[which]);
+    ev->fds[which] = -1;
   }
-  close(ev->fds[which]);
-  ev->fds[which] = -1;
   return false;
 }
 
@@ -161,14 +168,22 @@ static bool map_ring(zxs_rt_events_t* ev, int which) {
 static bool open_kind(zxs_rt_events_t* ev, pid_t tid, int first, int last,
                       struct perf_event_attr* attrs) {
   for (int i = first; i <= last; i++) {
-    // The ring's owner wakes the drainer when half of the ring is used.
-    attrs[i].watermark = 1;
-    attrs[i].wakeup_watermark = (uint32_t)(RING_PAGES * (size_t)sysconf(_SC_PAGESIZE) / 2);
-    const bool owner = ev->ring_fd < 0;
-    if (!add_event(ev, i, &attrs[i], tid) || (owner && !map_ring(ev, i))) {
+    const bool ok =
+        ev->ring_fd < 0 ? open_ring_owner(ev, i, &attrs[i], tid) : add_event(ev, i, &attrs[i], tid);
+    if (!ok) {
+      // None of this kind stays open; nor the ring, if one of them owned it (the other kind
+      // is opened only after this one succeeded or failed).
+      bool owned = false;
       for (int j = first; j <= last; j++) {
+        owned = owned || (ev->fds[j] >= 0 && ev->fds[j] == ev->ring_fd);
         if (ev->fds[j] >= 0 && ev->fds[j] != ev->ring_fd) close(ev->fds[j]);
-        if (ev->fds[j] != ev->ring_fd) ev->fds[j] = -1;
+        ev->fds[j] = -1;
+      }
+      if (owned) {
+        munmap(ev->ring, ev->page + ev->data_size);
+        close(ev->ring_fd);
+        ev->ring = NULL;
+        ev->ring_fd = -1;
       }
       return false;
     }
