@@ -31,6 +31,12 @@ ZXS_API zx_status_t zxs_handle_duplicate(zx_handle_t handle, zx_rights_t rights,
 //   ZX_INFO_IOB           an IOBuffer with ZX_RIGHT_INSPECT; one zx_info_iob_t.
 //   ZX_INFO_IOB_REGIONS   an IOBuffer with ZX_RIGHT_INSPECT; an array of zx_iob_region_info_t,
 //                         as many as fit; *actual = written, *avail = region count.
+//   ZX_INFO_TASK_RUNTIME  a thread or the process with ZX_RIGHT_INSPECT; one
+//                         zx_info_task_runtime_t (see "Task runtime" below). As on Fuchsia the
+//                         right is checked before the type: ZX_ERR_ACCESS_DENIED without it, then
+//                         ZX_ERR_WRONG_TYPE for other objects; ZX_ERR_BAD_STATE for a thread that
+//                         exited before its runtime was first queried.
+//   ZX_INFO_TASK_RUNTIME_V1  the same, as one zx_info_task_runtime_v1_t (cpu and queue time).
 // `actual` and `avail` may be NULL. The topic is checked first (as on Fuchsia), then the handle.
 // Statuses: ZX_ERR_NOT_SUPPORTED unknown topic; handle errors;
 // ZX_ERR_BUFFER_TOO_SMALL buffer too small for a single-record topic; ZX_ERR_INVALID_ARGS
@@ -74,6 +80,65 @@ ZXS_API zx_handle_t zxs_thread_self(void);
 //   ZX_ERR_INVALID_ARGS out NULL; ZX_ERR_BAD_STATE the thread has exited;
 //   ZX_ERR_NOT_SUPPORTED the backend cannot name other threads; ZX_ERR_NO_RESOURCES table full.
 ZXS_API zx_status_t zxs_thread_get(pthread_t thread, zx_handle_t* out);
+
+// --- Task runtime (RFC-0084) ------------------------------------------------------------------
+//
+// zx_object_get_info(task, ZX_INFO_TASK_RUNTIME, ...) on a thread handle (zx_thread_self(),
+// zxs_thread_get()) reports that thread; on zx_process_self() the sum over the process's threads,
+// those that exited included. On Linux each field is the kernel's own accounting or is timed
+// from the kernel's own events:
+//   cpu_time              the thread's CPU-time clock (for the process: CLOCK_PROCESS_CPUTIME_ID,
+//                         exact for exited threads too). Always available.
+//   queue_time            the scheduler's run delay (/proc/self/task/TID/schedstat): runnable,
+//                         waiting for a CPU. Needs /proc and CONFIG_SCHED_INFO.
+//   page_fault_time       inside the kernel's fault handler: from the PERF_COUNT_SW_PAGE_FAULTS
+//                         event at its start to PAGE_FAULTS_MIN/MAJ at its end, per fault, from
+//                         per-thread perf software events (no privilege needed at
+//                         perf_event_paranoid <= 2; user-mode faults only when the caller may not
+//                         see kernel events). What a hypervisor does for the guest's fault (on a
+//                         VM most of a first-touch fault's wall time) is outside the handler and
+//                         not counted; a fault that fails (SIGSEGV) is not counted.
+//   lock_contention_time  blocked on contended sleeping kernel locks (mutexes, rw-semaphores, the
+//                         address-space lock...): from the kernel's lock:contention_begin to
+//                         lock:contention_end tracepoints per thread. Spin locks are left out, as
+//                         in the RFC. Needs tracefs mounted (/sys/kernel/tracing) and the right to
+//                         open kernel tracepoint events (root or CAP_PERFMON, or
+//                         perf_event_paranoid <= 1).
+// A field the host cannot measure for the caller reads 0 and is missing from
+// zxs_task_runtime_fields(): check it before reading a 0 as "no time". cpu_time and queue_time
+// are the kernel's since the thread was created. page_fault_time and lock_contention_time count
+// from the first runtime query on the thread (get_info or zxs_task_runtime_fields() on its
+// handle), so threads that want them from the start query once early; nothing is measured (and
+// nothing costs) before. A query on the process handle begins measuring every live thread.
+// queue_time of a thread that exited is its value when the library last read it (exact for
+// threads that queried through their own zx_thread_self() handle: they are read as they exit).
+// Each thread measured for page faults and locks holds 6 file descriptors and a 36 KiB perf ring
+// (locked memory, shared with the sampler's perf-ring source): at most RLIMIT_NOFILE/32 threads
+// are (ZXSAMPLER_RUNTIME_MAX_THREADS=N changes it); the others get cpu and queue time only, and
+// their fields say so.
+
+// Bits of zxs_task_runtime_fields(): which fields of zx_info_task_runtime_t are measured.
+#define ZXS_TASK_RUNTIME_CPU_TIME (1u << 0)
+#define ZXS_TASK_RUNTIME_QUEUE_TIME (1u << 1)
+#define ZXS_TASK_RUNTIME_PAGE_FAULT_TIME (1u << 2)
+#define ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME (1u << 3)
+
+// Which fields of ZX_INFO_TASK_RUNTIME the host measures for `task` (a thread or the process;
+// for the process, the fields measured for every thread measured now), as ZXS_TASK_RUNTIME_*
+// bits. Measuring page faults and lock contention begins here if it had not.
+//   ZX_ERR_INVALID_ARGS fields NULL; handle errors (a thread or process with ZX_RIGHT_INSPECT).
+// Thread-safe; not async-signal-safe (it takes locks and may open perf events).
+ZXS_API zx_status_t zxs_task_runtime_fields(zx_handle_t task, uint32_t* fields);
+
+// The runtime of one thread of this process named by its koid (the tid on Linux), without a
+// handle: for tools that know threads by id (a profile's thread records). Works for a thread
+// that has exited if the library measured it; *fields (may be NULL) as zxs_task_runtime_fields().
+// Does not begin measuring a thread it does not measure yet (use a handle for that).
+//   ZX_ERR_INVALID_ARGS out NULL; ZX_ERR_NOT_FOUND no live thread and no measured exited thread
+//   has this koid; ZX_ERR_NOT_SUPPORTED the backend has no task runtime.
+// Thread-safe; not async-signal-safe.
+ZXS_API zx_status_t zxs_task_runtime_of_koid(zx_koid_t koid, zx_info_task_runtime_t* out,
+                                             uint32_t* fields);
 
 // The page size regions are rounded to.
 ZXS_API uint32_t zxs_system_get_page_size(void);

@@ -103,6 +103,9 @@ typedef zx_handle_t zx_resource_t;
 #define ZX_INFO_HANDLE_BASIC ((zx_object_info_topic_t)2u)
 #define ZX_INFO_IOB ((zx_object_info_topic_t)34u)
 #define ZX_INFO_IOB_REGIONS ((zx_object_info_topic_t)35u)
+// Versioned topics carry their version in the top 4 bits (Fuchsia's __ZX_INFO_TOPIC).
+#define ZX_INFO_TASK_RUNTIME_V1 ((zx_object_info_topic_t)30u)
+#define ZX_INFO_TASK_RUNTIME ((zx_object_info_topic_t)(30u | (1u << 28)))
 
 typedef struct zx_info_handle_basic {
   zx_koid_t koid;
@@ -112,6 +115,23 @@ typedef struct zx_info_handle_basic {
   uint32_t reserved;
   uint8_t padding1[4];
 } zx_info_handle_basic_t;
+
+// ZX_INFO_TASK_RUNTIME (RFC-0084): where a task's time went since it was created. The fields
+// overlap and need not sum to wall time. A thread reports its own time; a process the sum over
+// its threads, those that exited included. See object.h for what each field measures on a host
+// and zxs_task_runtime_fields() for which ones it can measure.
+typedef struct zx_info_task_runtime {
+  zx_duration_mono_t cpu_time;              // running on a CPU
+  zx_duration_mono_t queue_time;            // ready to run, waiting for a CPU
+  zx_duration_mono_t page_fault_time;       // handling page faults
+  zx_duration_mono_t lock_contention_time;  // blocked on contended kernel locks
+} zx_info_task_runtime_t;
+
+// ZX_INFO_TASK_RUNTIME_V1: the layout before RFC-0084.
+typedef struct zx_info_task_runtime_v1 {
+  zx_duration_mono_t cpu_time;
+  zx_duration_mono_t queue_time;
+} zx_info_task_runtime_v1_t;
 
 // IOBuffers.
 #define ZX_IOB_MAX_REGIONS 64

@@ -110,6 +110,7 @@ zx_handle_t zxs_thread_self(void) {
   if (t_self_handle != ZX_HANDLE_INVALID && zxs_handle_is_live(t_self_handle)) {
     return t_self_handle;
   }
+  zxs_core_handle_fork();
   zxs_prim_thread_t thread;
   zx_handle_t handle;
   if (zxs_prim_thread_self(&thread) != ZX_OK || make_thread_handle(&thread, &handle) != ZX_OK) {
@@ -163,8 +164,8 @@ zx_status_t zxs_debug_resource_get(zx_handle_t* out) {
   if (obj == NULL) return ZX_ERR_NO_MEMORY;
   zxs_object_init(&obj->base, ZX_OBJ_TYPE_RESOURCE, zxs_koid_next(), &g_resource_ops);
   obj->kind = ZXS_RESOURCE_KIND_DEBUG;
-  zx_status_t status = zxs_handle_make(
-      &obj->base, ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_INSPECT, out);
+  zx_status_t status =
+      zxs_handle_make(&obj->base, ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_INSPECT, out);
   if (status != ZX_OK) free(obj);
   return status;
 }

@@ -26,6 +26,11 @@ typedef struct zxs_resource_obj {
 // compiled out or switched off at run time, else ZX_OK.
 zx_status_t zxs_sampler_check_enabled(void);
 
+// Registers (once) the fork handlers that make the child forget the parent's session and
+// threads: at the first session, and at the first zxs_thread_self(), whose cached handle would
+// otherwise name the parent's thread in the child (session.c).
+void zxs_core_handle_fork(void);
+
 // Forgets the calling thread's own handle (thread exit).
 void zxs_thread_self_forget(zx_koid_t koid);
 

@@ -92,6 +92,23 @@ zx_status_t zxs_prim_notify_on_thread_exit(void);
 zx_status_t zxs_prim_watch_thread_exit(const zxs_prim_thread_t* thread);
 void zxs_prim_unwatch_thread_exit(zx_koid_t koid);
 
+// --- Task runtime (RFC-0084) ------------------------------------------------------------------
+// Per-thread accounting of where time went. `fields` are ZXS_TASK_RUNTIME_* bits (object.h):
+// what is measured; a field not in it reads 0. None of these is signal-safe.
+
+typedef struct zxs_prim_runtime {
+  zx_info_task_runtime_t info;
+  uint32_t fields;
+} zxs_prim_runtime_t;
+
+// Begins measuring `thread` (a live thread of this process) if not yet; idempotent.
+// ZX_ERR_BAD_STATE the thread has exited; ZX_ERR_NOT_SUPPORTED no task runtime here.
+zx_status_t zxs_prim_runtime_measure(const zxs_prim_thread_t* thread);
+// The runtime of thread `koid`: live, or exited and measured. ZX_ERR_NOT_FOUND otherwise.
+zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out);
+// The process: every live thread (each begins to be measured) and every exited thread it knows.
+zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out);
+
 // --- Sampling sources -------------------------------------------------------------------------
 // A source interrupts one attached thread about once per `period` of that thread's CPU time and,
 // in the interrupted context, calls zxs_core_sample(slot, &regs).

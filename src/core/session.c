@@ -14,6 +14,7 @@
 #include "objects.h"
 #include "percpu_state.h"
 #include "platform.h"
+#include "task_runtime.h"
 #include "thread_table.h"
 
 #define IOB_RIGHTS                                                                          \
@@ -194,6 +195,11 @@ static void register_atfork(void) {
   (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+void zxs_core_handle_fork(void) {
+  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+  pthread_once(&atfork_once, register_atfork);
+}
+
 // --- Create -----------------------------------------------------------------------------------
 
 static zx_status_t check_debug_resource(zx_handle_t rsrc) {
@@ -259,8 +265,7 @@ zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
   if (iob_out != NULL) *iob_out = ZX_HANDLE_INVALID;
   zx_status_t status = zxs_sampler_check_enabled();
   if (status != ZX_OK) return status;
-  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-  pthread_once(&atfork_once, register_atfork);
+  zxs_core_handle_fork();
   status = check_debug_resource(rsrc);
   if (status != ZX_OK) return status;
   if (options != 0) return ZX_ERR_INVALID_ARGS;
@@ -456,6 +461,9 @@ zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic
       zxs_object_release(obj);
       return status;
     }
+    case ZX_INFO_TASK_RUNTIME:
+    case ZX_INFO_TASK_RUNTIME_V1:
+      return zxs_task_runtime_get_info(handle, topic, buffer, buffer_size, actual, avail);
     case ZX_INFO_IOB:
     case ZX_INFO_IOB_REGIONS:
       break;

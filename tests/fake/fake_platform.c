@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zxsampler/object.h>
 
 #include "sampling.h"
 
@@ -30,6 +31,10 @@ typedef struct {
   zxs_thread_slot_t* slot;
   bool armed;
   int64_t period;
+  bool has_runtime;  // fake_set_runtime() gave it one
+  bool measured;     // zxs_prim_runtime_measure() was called while it lived
+  zx_info_task_runtime_t runtime;
+  uint32_t runtime_fields;
 } fake_thread_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -120,6 +125,25 @@ void fake_set_thread_alive(uint64_t koid, bool alive) {
   fake_thread_t* t = thread_rec(koid);
   if (t != NULL) t->alive = alive;
   pthread_mutex_unlock(&g_lock);
+}
+
+void fake_set_runtime(uint64_t koid, const zx_info_task_runtime_t* runtime, uint32_t fields) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(koid);
+  if (t != NULL) {
+    t->has_runtime = true;
+    t->runtime = *runtime;
+    t->runtime_fields = fields;
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+bool fake_runtime_measured(uint64_t koid) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(koid);
+  bool measured = t != NULL && t->measured;
+  pthread_mutex_unlock(&g_lock);
+  return measured;
 }
 
 bool fake_source_armed(uint64_t koid, int64_t* period) {
@@ -302,6 +326,54 @@ bool zxs_prim_thread_alive(const zxs_prim_thread_t* thread) {
   bool alive = t == NULL || t->alive;
   pthread_mutex_unlock(&g_lock);
   return alive;
+}
+
+// Task runtime: what fake_set_runtime() said, for threads measured while they lived.
+zx_status_t zxs_prim_runtime_measure(const zxs_prim_thread_t* thread) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(thread->koid);
+  zx_status_t status = ZX_ERR_NO_RESOURCES;
+  if (t != NULL && !t->alive) {
+    status = ZX_ERR_BAD_STATE;
+  } else if (t != NULL) {
+    t->measured = true;
+    status = ZX_OK;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out) {
+  memset(out, 0, sizeof(*out));
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(koid);
+  zx_status_t status = ZX_ERR_NOT_FOUND;
+  if (t != NULL && (t->alive || t->measured)) {
+    out->info = t->runtime;
+    out->fields = t->has_runtime ? t->runtime_fields : ZXS_TASK_RUNTIME_CPU_TIME;
+    status = ZX_OK;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
+  memset(out, 0, sizeof(*out));
+  out->fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME |
+                ZXS_TASK_RUNTIME_PAGE_FAULT_TIME | ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME;
+  pthread_mutex_lock(&g_lock);
+  for (uint32_t i = 0; i < FAKE_MAX_THREADS; i++) {
+    fake_thread_t* t = &g_threads[i];
+    if (t->koid == 0 || !t->has_runtime || !(t->alive || t->measured)) continue;
+    if (t->alive) t->measured = true;
+    out->info.cpu_time += t->runtime.cpu_time;
+    out->info.queue_time += t->runtime.queue_time;
+    out->info.page_fault_time += t->runtime.page_fault_time;
+    out->info.lock_contention_time += t->runtime.lock_contention_time;
+    out->fields &= t->runtime_fields;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return ZX_OK;
 }
 
 zx_status_t zxs_prim_notify_on_thread_exit(void) { return ZX_ERR_NOT_SUPPORTED; }

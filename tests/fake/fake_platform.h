@@ -26,6 +26,12 @@ void fake_register_thread(pthread_t thread, uint64_t koid, bool alive);
 void fake_set_thread_alive(uint64_t koid, bool alive);
 // The koid zxs_prim_thread_self() reports for the calling thread.
 uint64_t fake_self_koid(void);
+// Task runtime: the values and ZXS_TASK_RUNTIME_* fields the backend reports for `koid` (a
+// thread not given one reports zeros and only cpu_time). A thread is measured once
+// zxs_prim_runtime_measure() saw it alive; an exited thread answers only if it was measured.
+// The process sums the threads given a runtime, alive or measured.
+void fake_set_runtime(uint64_t koid, const zx_info_task_runtime_t* runtime, uint32_t fields);
+bool fake_runtime_measured(uint64_t koid);
 // Failure injection for the next call of each.
 void fake_fail_next_region_create(void);
 void fake_fail_next_arm(void);

@@ -57,6 +57,19 @@ int main() {
   }
   zx_handle_close(iob);
   zx_handle_close(debug_resource);
+
+  // RFC-0084: where this thread's time went.
+  zx_info_task_runtime_t runtime;
+  status = zx_object_get_info(zx_thread_self(), ZX_INFO_TASK_RUNTIME, &runtime, sizeof(runtime),
+                              nullptr, nullptr);
+  if (status != ZX_OK) return fail("get_info task runtime", status);
+  zx_info_task_runtime_v1_t runtime_v1;
+  status = zx_object_get_info(zx_process_self(), ZX_INFO_TASK_RUNTIME_V1, &runtime_v1,
+                              sizeof(runtime_v1), nullptr, nullptr);
+  if (status != ZX_OK) return fail("get_info task runtime v1", status);
+  if (runtime.cpu_time <= 0 || runtime_v1.cpu_time < runtime.cpu_time) {
+    return fail("task runtime cpu_time", ZX_ERR_INTERNAL);
+  }
   std::printf("%u regions of %llu bytes\n", info.region_count,
               static_cast<unsigned long long>(regions[0].region.size));
   return 0;

@@ -26,6 +26,22 @@ static void iob_layouts(void** state) {
   assert_int_equal(offsetof(zx_iob_region_info_t, koid), 120);
 }
 
+// Fuchsia's zircon/syscalls/object.h: topic 30, version 1 in the top 4 bits; four and two
+// zx_duration_mono_t in declaration order.
+static void task_runtime_layouts(void** state) {
+  (void)state;
+  assert_int_equal(ZX_INFO_TASK_RUNTIME_V1, 30u);
+  assert_int_equal(ZX_INFO_TASK_RUNTIME, 0x1000001eu);
+  assert_int_equal(sizeof(zx_info_task_runtime_t), 32);
+  assert_int_equal(offsetof(zx_info_task_runtime_t, cpu_time), 0);
+  assert_int_equal(offsetof(zx_info_task_runtime_t, queue_time), 8);
+  assert_int_equal(offsetof(zx_info_task_runtime_t, page_fault_time), 16);
+  assert_int_equal(offsetof(zx_info_task_runtime_t, lock_contention_time), 24);
+  assert_int_equal(sizeof(zx_info_task_runtime_v1_t), 16);
+  assert_int_equal(offsetof(zx_info_task_runtime_v1_t, cpu_time), 0);
+  assert_int_equal(offsetof(zx_info_task_runtime_v1_t, queue_time), 8);
+}
+
 static void status_values(void** state) {
   (void)state;
   assert_int_equal(ZX_OK, 0);
@@ -55,6 +71,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(config_layout),
       cmocka_unit_test(iob_layouts),
+      cmocka_unit_test(task_runtime_layouts),
       cmocka_unit_test(status_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

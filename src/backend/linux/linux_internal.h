@@ -5,8 +5,9 @@
 // copy, drained by a collector thread, no signal), or a perf_event counter or a POSIX timer on
 // the thread's CPU clock that sends one real-time signal to that very thread per period of its
 // CPU time. The handler (signal_handler.c) finds the slot from the signal's payload, checks the
-// generation stored in the slot's backend area, and calls zxs_core_sample(). Generations are process-wide and never reused, so a signal from a source
-// that has since been disarmed (queued late, or from a recycled fd number) is recognised.
+// generation stored in the slot's backend area, and calls zxs_core_sample(). Generations are
+// process-wide and never reused, so a signal from a source that has since been disarmed (queued
+// late, or from a recycled fd number) is recognised.
 #ifndef ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_
 #define ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_
 
@@ -149,6 +150,22 @@ void zxs_linux_perf_limit_routes(int limit);
 // The kernel's floor for software-event periods.
 #define ZXS_LINUX_PERF_MIN_PERIOD ((zx_duration_t)10000)
 
+// --- perf_ring_read.c -------------------------------------------------------------------------
+
+// One record of a ring: its type (PERF_RECORD_*) and the `words` 64-bit words after its header.
+typedef void (*zxs_linux_record_fn)(void* ctx, uint32_t type, const uint64_t* body, size_t words);
+// Hands every record between the ring's tail and head to `on_record`, in order, and frees their
+// space. `base` is the mapping (header page of `page` bytes, then `data_size` bytes of data, a
+// power of two); `scratch` holds one record (64 KiB, 8-aligned). Records whose size is not a
+// multiple of 8 are skipped. One consumer at a time.
+void zxs_linux_ring_read(uint8_t* base, size_t page, size_t data_size, uint64_t* scratch,
+                         zxs_linux_record_fn on_record, void* ctx);
+
+// --- task_runtime_linux.c / runtime_events_linux.c -------------------------------------------
+
+// The calling thread is exiting (its exit hook): its runtime is read one last time.
+void zxs_linux_runtime_thread_exiting(pid_t tid);
+
 // --- source_perf_ring.c -----------------------------------------------------------------------
 
 // Whether a task-clock event with a kernel callchain and a ring buffer can be opened and mapped
@@ -180,10 +197,10 @@ zx_duration_t zxs_linux_cputimer_resolution(void);
 // --- sources.c --------------------------------------------------------------------------------
 
 typedef enum zxs_linux_source_mode {
-  ZXS_LINUX_SOURCE_AUTO = 0,   // perf-ring, else perf, else the CPU-clock timer
-  ZXS_LINUX_SOURCE_RING,  // perf with the kernel's stack walk only
-  ZXS_LINUX_SOURCE_PERF,       // perf with a signal to the thread only
-  ZXS_LINUX_SOURCE_CPUTIMER,   // CPU-clock timer only
+  ZXS_LINUX_SOURCE_AUTO = 0,  // perf-ring, else perf, else the CPU-clock timer
+  ZXS_LINUX_SOURCE_RING,      // perf with the kernel's stack walk only
+  ZXS_LINUX_SOURCE_PERF,      // perf with a signal to the thread only
+  ZXS_LINUX_SOURCE_CPUTIMER,  // CPU-clock timer only
 } zxs_linux_source_mode_t;
 
 // ZXSAMPLER_SOURCE=perf-ring|perf|cputimer (anything else, or unset: auto). Read at each

@@ -71,9 +71,9 @@
 typedef struct ring {
   zxs_thread_slot_t* slot;  // NULL: entry unused
   int fd;
-  uint8_t* base;      // header page, then data_size bytes of data
+  uint8_t* base;  // header page, then data_size bytes of data
   size_t map_size;
-  size_t data_size;   // a power of two
+  size_t data_size;  // a power of two
   uint32_t attach_gen;
   uint32_t last_cpu;   // of the last sample drained: lost samples are counted there
   uint64_t lost_seen;  // the event's lost count already counted
@@ -90,7 +90,7 @@ static size_t g_page;
 static uint32_t g_stack_copy;         // bytes per sample; set by probe()
 static uint64_t g_record[65536 / 8];  // one record, copied out of a ring; g_lock
 
-static _Atomic bool g_collector_held;    // tests: the collector drains nothing
+static _Atomic bool g_collector_held;  // tests: the collector drains nothing
 
 static bool g_available;
 static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
@@ -108,8 +108,8 @@ static size_t ring_pages(zx_duration_t period) {
 static int ring_open(pid_t tid, zx_duration_t period, size_t data_size) {
   struct perf_event_attr attr;
   zxs_linux_task_clock_attr(&attr, period);
-  attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-                     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |
+                     PERF_SAMPLE_STACK_USER;
   attr.sample_regs_user = ZXS_PERF_REGS_MASK;
   attr.sample_stack_user = g_stack_copy;
   attr.read_format = PERF_FORMAT_LOST;  // Linux 6.0
@@ -152,14 +152,6 @@ bool zxs_linux_ring_available(void) {
 
 // --- Draining (g_lock held) -------------------------------------------------------------------
 
-static void ring_copy(const ring_t* r, uint64_t pos, void* out, size_t len) {
-  const uint8_t* data = r->base + g_page;
-  const size_t at = (size_t)(pos & (r->data_size - 1));
-  const size_t first = len < r->data_size - at ? len : r->data_size - at;
-  memcpy(out, data + at, first);
-  memcpy((uint8_t*)out + first, data, len - first);
-}
-
 static void handle_sample(ring_t* r, const uint64_t* w, size_t words) {
   // {pid, tid} {time} {cpu, res} {abi} {regs[REG_COUNT]} {size} {data[size]} {dyn_size}
   enum { CPU = 2, ABI = 3, REGS = 4, SIZE = REGS + ZXS_PERF_REG_COUNT, DATA = SIZE + 1 };
@@ -194,31 +186,14 @@ static void count_lost_locked(ring_t* r) {
   }
 }
 
+static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t words) {
+  // PERF_RECORD_LOST: counted by count_lost_locked. PERF_RECORD_THROTTLE/UNTHROTTLE: the
+  // kernel's own rate limit; the samples it skipped were never taken.
+  if (type == PERF_RECORD_SAMPLE) handle_sample(ctx, body, words);
+}
+
 static void drain_locked(ring_t* r) {
-  struct perf_event_mmap_page* meta = (struct perf_event_mmap_page*)(void*)r->base;
-  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;  // only we write it
-  uint64_t* record = g_record;
-  while (head - tail >= sizeof(struct perf_event_header)) {
-    struct perf_event_header hdr;
-    ring_copy(r, tail, &hdr, sizeof(hdr));
-    if (hdr.size < sizeof(hdr) || hdr.size > head - tail) {
-      tail = head;  // cannot happen with a sane kernel; never loop on it
-      break;
-    }
-    if (hdr.size % 8 == 0) {  // a u16: always fits g_record
-      ring_copy(r, tail, record, hdr.size);
-      const uint64_t* body = record + 1;
-      const size_t words = hdr.size / 8 - 1;
-      if (hdr.type == PERF_RECORD_SAMPLE) {
-        handle_sample(r, body, words);
-      }
-      // PERF_RECORD_LOST: counted by count_lost_locked. PERF_RECORD_THROTTLE/UNTHROTTLE: the
-      // kernel's own rate limit; the samples it skipped were never taken.
-    }
-    tail += hdr.size;
-  }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  zxs_linux_ring_read(r->base, g_page, r->data_size, g_record, on_record, r);
   count_lost_locked(r);
 }
 
@@ -374,9 +349,8 @@ void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
 }
 
 zx_status_t zxs_linux_ring_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
-  return zxs_linux_perf_ioc_period(atomic_load_explicit(&zxs_linux_slot(slot)->fd,
-                                                        memory_order_acquire),
-                                   period);
+  return zxs_linux_perf_ioc_period(
+      atomic_load_explicit(&zxs_linux_slot(slot)->fd, memory_order_acquire), period);
 }
 
 void zxs_prim_sampling_flush(void) {

@@ -257,7 +257,10 @@ static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
 // Runs in the exiting thread (pthread_exit or return from its start routine), before its
 // sampling source can outlive it.
-static void on_thread_exit(void* value) { zxs_core_thread_exited((zx_koid_t)(uintptr_t)value); }
+static void on_thread_exit(void* value) {
+  zxs_linux_runtime_thread_exiting((pid_t)(uintptr_t)value);
+  zxs_core_thread_exited((zx_koid_t)(uintptr_t)value);
+}
 
 static void create_exit_key(void) {
   g_exit_key_ok = pthread_key_create(&g_exit_key, on_thread_exit) == 0;

@@ -1,0 +1,35 @@
+// Reading a perf_event ring buffer: the records between the consumer's tail and the kernel's
+// head, in order, each copied out whole (a record may wrap around the end of the data area).
+#include <linux/perf_event.h>
+#include <string.h>
+
+#include "linux_internal.h"
+
+static void ring_copy(const uint8_t* data, size_t data_size, uint64_t pos, void* out, size_t len) {
+  const size_t at = (size_t)(pos & (data_size - 1));
+  const size_t first = len < data_size - at ? len : data_size - at;
+  memcpy(out, data + at, first);
+  memcpy((uint8_t*)out + first, data, len - first);
+}
+
+void zxs_linux_ring_read(uint8_t* base, size_t page, size_t data_size, uint64_t* scratch,
+                         zxs_linux_record_fn on_record, void* ctx) {
+  struct perf_event_mmap_page* meta = (struct perf_event_mmap_page*)(void*)base;
+  const uint8_t* data = base + page;
+  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;  // only the consumer writes it
+  while (head - tail >= sizeof(struct perf_event_header)) {
+    struct perf_event_header hdr;
+    ring_copy(data, data_size, tail, &hdr, sizeof(hdr));
+    if (hdr.size < sizeof(hdr) || hdr.size > head - tail) {
+      tail = head;  // cannot happen with a sane kernel; never loop on it
+      break;
+    }
+    if (hdr.size % 8 == 0) {  // a u16: always fits the 64 KiB scratch record
+      ring_copy(data, data_size, tail, scratch, hdr.size);
+      on_record(ctx, hdr.type, scratch + 1, hdr.size / 8 - 1);
+    }
+    tail += hdr.size;
+  }
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}

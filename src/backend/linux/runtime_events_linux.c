@@ -1,0 +1,307 @@
+// Linux: page-fault and kernel-lock time of one thread, timed from the kernel's own events.
+//
+// Each measured thread gets up to five per-thread perf events that all write into one small ring
+// (PERF_EVENT_IOC_SET_OUTPUT), each sampled on every occurrence (period 1) with its time:
+//   PERF_COUNT_SW_PAGE_FAULTS       emitted where the fault handler begins (do_user_addr_fault),
+//   PERF_COUNT_SW_PAGE_FAULTS_MIN   emitted where it ends, for a completed fault (mm_account_fault:
+//   PERF_COUNT_SW_PAGE_FAULTS_MAJ   not for retried or failed faults),
+//   lock:contention_begin           the tracepoints of the kernel's sleeping and spinning locks,
+//   lock:contention_end             with the lock's address and flags (PERF_SAMPLE_RAW).
+// A thread's records come in the order it produced them, so a fault's time is the next end
+// minus its begin (a begin with no end, a failed fault, is dropped at the next begin), and a
+// contention's time is the matching end (same lock address) minus its begin; spin-lock
+// contentions (LCB_F_SPIN) are left out, as the RFC leaves them out. Software events need no
+// privilege for our own threads at perf_event_paranoid <= 2 (user-mode faults only without the
+// right to see kernel events); tracepoints need the right to see kernel events and tracefs for
+// their ids. What cannot be opened is left out of `fields`, and the rest still works.
+//
+// The events run whether or not anyone reads: the ring is drained by the runtime's drainer
+// thread when it is half full (task_runtime_linux.c) and before every read, so totals are exact
+// up to the last record. A full ring makes the kernel drop records: counted in `lost`, and the
+// pairs it broke are not counted.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "runtime_events_linux.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <zxsampler/object.h>
+
+#include "linux_internal.h"
+
+// Data pages of a thread's ring: 32 KiB hold ~1350 fault records (24 bytes each); the drainer
+// is woken at half. Fewer when the locked-memory limit refuses that many (perf rings share
+// perf_event_mlock_kb with the sampler's perf-ring source, so they stay small).
+#define RING_PAGES 8u
+#define RING_MIN_PAGES 2u
+// include/trace/events/lock.h: the contention is on a spin lock.
+#define LCB_F_SPIN (1u << 0)
+
+static uint64_t g_scratch[65536 / 8];  // one record; callers serialize (the runtime's lock)
+
+// --- Tracepoint ids and layouts, from tracefs ---------------------------------------------------
+
+typedef struct tracepoint {
+  bool found;
+  uint64_t id;
+  uint32_t addr_offset;   // of lock_addr in the raw record
+  uint32_t flags_offset;  // of flags (contention_begin only)
+} tracepoint_t;
+
+static const char* const kTracefs[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+
+static bool read_small_file(const char* path, char* buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return true;
+}
+
+// The offset of `field` in a tracepoint's format file ("field:TYPE NAME;\toffset:N;").
+static bool field_offset(const char* format, const char* field, uint32_t* offset) {
+  char needle[64];
+  snprintf(needle, sizeof(needle), " %s;", field);
+  const char* at = strstr(format, needle);
+  if (at == NULL) return false;
+  at = strstr(at, "offset:");
+  if (at == NULL) return false;
+  *offset = (uint32_t)strtoul(at + 7, NULL, 10);
+  return true;
+}
+
+static tracepoint_t find_tracepoint(const char* name, bool with_flags) {
+  tracepoint_t tp = {0};
+  for (size_t i = 0; i < sizeof(kTracefs) / sizeof(kTracefs[0]) && !tp.found; i++) {
+    char path[128], text[4096];
+    snprintf(path, sizeof(path), "%s/events/lock/%s/id", kTracefs[i], name);
+    if (!read_small_file(path, text, sizeof(text))) continue;
+    tp.id = strtoull(text, NULL, 10);
+    snprintf(path, sizeof(path), "%s/events/lock/%s/format", kTracefs[i], name);
+    tp.found = read_small_file(path, text, sizeof(text)) &&
+               field_offset(text, "lock_addr", &tp.addr_offset) &&
+               (!with_flags || field_offset(text, "flags", &tp.flags_offset));
+  }
+  return tp;
+}
+
+static tracepoint_t g_begin, g_end;
+static pthread_once_t g_tracepoints_once = PTHREAD_ONCE_INIT;
+
+static void find_tracepoints(void) {
+  g_begin = find_tracepoint("contention_begin", true);
+  g_end = find_tracepoint("contention_end", false);
+}
+
+// --- Opening ------------------------------------------------------------------------------------
+
+static void sample_every_one(struct perf_event_attr* attr, uint32_t type, uint64_t config) {
+  memset(attr, 0, sizeof(*attr));
+  attr->size = sizeof(*attr);
+  attr->type = type;
+  attr->config = config;
+  attr->sample_period = 1;
+  attr->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TIME;
+  attr->use_clockid = 1;
+  attr->clockid = CLOCK_MONOTONIC;
+  attr->exclude_hv = 1;
+}
+
+// Opens one event of `tid` into `ev` (the first one opened owns the ring). False on failure.
+static bool add_event(zxs_rt_events_t* ev, int which, struct perf_event_attr* attr, pid_t tid) {
+  int fd = zxs_linux_perf_event_open(attr, tid);
+  if (fd < 0 && errno == EACCES && !attr->exclude_kernel && attr->type == PERF_TYPE_SOFTWARE) {
+    attr->exclude_kernel = 1;  // not allowed to see kernel events: user-mode faults only
+    fd = zxs_linux_perf_event_open(attr, tid);
+  }
+  if (fd < 0) return false;
+  uint64_t id = 0;
+  bool ok = ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0;
+  if (ok && ev->ring_fd >= 0) ok = ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ev->ring_fd) == 0;
+  if (!ok) {
+    close(fd);
+    return false;
+  }
+  ev->fds[which] = fd;
+  ev->ids[which] = id;
+  return true;
+}
+
+// Opens event `which` as the ring's owner and maps its ring: RING_PAGES of data, or fewer when
+// the locked-memory limit refuses that many. The event is reopened for each size, since it wakes
+// the drainer when half of its own ring is used (a watermark fixed at open).
+static bool open_ring_owner(zxs_rt_events_t* ev, int which, struct perf_event_attr* attr,
+                            pid_t tid) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (size_t pages = RING_PAGES; pages >= RING_MIN_PAGES; pages /= 2) {
+    attr->watermark = 1;
+    attr->wakeup_watermark = (uint32_t)(pages * page / 2);
+    if (!add_event(ev, which, attr, tid)) return false;
+    void* base =
+        mmap(NULL, page * (pages + 1), PROT_READ | PROT_WRITE, MAP_SHARED, ev->fds[which], 0);
+    if (base != MAP_FAILED) {
+      ev->ring = base;
+      ev->page = page;
+      ev->data_size = page * pages;
+      ev->ring_fd = ev->fds[which];
+      return true;
+    }
+    close(ev->fds[which]);
+    ev->fds[which] = -1;
+  }
+  return false;
+}
+
+// Opens the events of one kind (`first`..`last`), all or none.
+static bool open_kind(zxs_rt_events_t* ev, pid_t tid, int first, int last,
+                      struct perf_event_attr* attrs) {
+  for (int i = first; i <= last; i++) {
+    const bool ok =
+        ev->ring_fd < 0 ? open_ring_owner(ev, i, &attrs[i], tid) : add_event(ev, i, &attrs[i], tid);
+    if (!ok) {
+      // None of this kind stays open; nor the ring, if one of them owned it (the other kind
+      // is opened only after this one succeeded or failed).
+      bool owned = false;
+      for (int j = first; j <= last; j++) {
+        owned = owned || (ev->fds[j] >= 0 && ev->fds[j] == ev->ring_fd);
+        if (ev->fds[j] >= 0 && ev->fds[j] != ev->ring_fd) close(ev->fds[j]);
+        ev->fds[j] = -1;
+      }
+      if (owned) {
+        munmap(ev->ring, ev->page + ev->data_size);
+        close(ev->ring_fd);
+        ev->ring = NULL;
+        ev->ring_fd = -1;
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
+void zxs_rt_events_init(zxs_rt_events_t* ev) {
+  memset(ev, 0, sizeof(*ev));
+  ev->ring_fd = -1;
+  for (int i = 0; i < ZXS_RT_EVENT_COUNT; i++) ev->fds[i] = -1;
+}
+
+uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid) {
+  zxs_rt_events_init(ev);
+  struct perf_event_attr attrs[ZXS_RT_EVENT_COUNT];
+  sample_every_one(&attrs[ZXS_RT_FAULT_BEGIN], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
+  sample_every_one(&attrs[ZXS_RT_FAULT_END_MIN], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN);
+  sample_every_one(&attrs[ZXS_RT_FAULT_END_MAJ], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ);
+  if (open_kind(ev, tid, ZXS_RT_FAULT_BEGIN, ZXS_RT_FAULT_END_MAJ, attrs)) {
+    ev->fields |= ZXS_TASK_RUNTIME_PAGE_FAULT_TIME;
+  }
+  pthread_once(&g_tracepoints_once, find_tracepoints);
+  if (g_begin.found && g_end.found) {
+    sample_every_one(&attrs[ZXS_RT_LOCK_BEGIN], PERF_TYPE_TRACEPOINT, g_begin.id);
+    sample_every_one(&attrs[ZXS_RT_LOCK_END], PERF_TYPE_TRACEPOINT, g_end.id);
+    attrs[ZXS_RT_LOCK_BEGIN].sample_type |= PERF_SAMPLE_RAW;
+    attrs[ZXS_RT_LOCK_END].sample_type |= PERF_SAMPLE_RAW;
+    if (open_kind(ev, tid, ZXS_RT_LOCK_BEGIN, ZXS_RT_LOCK_END, attrs)) {
+      ev->fields |= ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME;
+    }
+  }
+  return ev->fields;
+}
+
+bool zxs_rt_lock_tracepoints_found(void) {
+  pthread_once(&g_tracepoints_once, find_tracepoints);
+  return g_begin.found && g_end.found;
+}
+
+// --- Pairing ------------------------------------------------------------------------------------
+
+static int event_of(const zxs_rt_events_t* ev, uint64_t id) {
+  for (int i = 0; i < ZXS_RT_EVENT_COUNT; i++) {
+    if (ev->fds[i] >= 0 && ev->ids[i] == id) return i;
+  }
+  return -1;
+}
+
+// A raw tracepoint field of `size` bytes at `offset`, or 0 when the record is too short.
+static uint64_t raw_field(const uint64_t* body, size_t words, uint32_t offset, size_t size) {
+  // {id} {time} {u32 raw size, raw bytes...}
+  if (words < 3) return 0;
+  const uint8_t* raw = (const uint8_t*)&body[2] + sizeof(uint32_t);
+  uint32_t raw_size;
+  memcpy(&raw_size, &body[2], sizeof(raw_size));
+  if ((size_t)raw_size + sizeof(uint32_t) > (words - 2) * 8 || offset + size > raw_size) return 0;
+  uint64_t value = 0;
+  memcpy(&value, raw + offset, size);  // little-endian hosts: the low bytes
+  return value;
+}
+
+static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t words) {
+  zxs_rt_events_t* ev = ctx;
+  if (type == PERF_RECORD_LOST) {
+    // The ring was full: pairs may be broken, so the open ones are not trusted.
+    if (words >= 2) ev->lost += body[1];
+    ev->fault_begin = 0;
+    ev->lock_begin = 0;
+    return;
+  }
+  if (type != PERF_RECORD_SAMPLE || words < 2) return;
+  const uint64_t time = body[1];
+  switch (event_of(ev, body[0])) {
+    case ZXS_RT_FAULT_BEGIN:
+      ev->fault_begin = time;
+      break;
+    case ZXS_RT_FAULT_END_MIN:
+    case ZXS_RT_FAULT_END_MAJ:
+      if (ev->fault_begin != 0 && time >= ev->fault_begin) {
+        ev->page_fault_ns += (int64_t)(time - ev->fault_begin);
+        ev->faults++;
+      }
+      ev->fault_begin = 0;
+      break;
+    case ZXS_RT_LOCK_BEGIN:
+      if ((raw_field(body, words, g_begin.flags_offset, 4) & LCB_F_SPIN) == 0) {
+        ev->lock_begin = time;
+        ev->lock_addr = raw_field(body, words, g_begin.addr_offset, 8);
+      }
+      break;
+    case ZXS_RT_LOCK_END:
+      if (ev->lock_begin != 0 && raw_field(body, words, g_end.addr_offset, 8) == ev->lock_addr) {
+        if (time >= ev->lock_begin) {
+          ev->lock_contention_ns += (int64_t)(time - ev->lock_begin);
+          ev->contentions++;
+        }
+        ev->lock_begin = 0;
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+void zxs_rt_events_drain(zxs_rt_events_t* ev) {
+  if (ev->ring == NULL) return;
+  zxs_linux_ring_read(ev->ring, ev->page, ev->data_size, g_scratch, on_record, ev);
+}
+
+void zxs_rt_events_close(zxs_rt_events_t* ev, bool forget) {
+  if (!forget) zxs_rt_events_drain(ev);
+  for (int i = 0; i < ZXS_RT_EVENT_COUNT; i++) {
+    if (ev->fds[i] >= 0 && ev->fds[i] != ev->ring_fd) close(ev->fds[i]);
+    ev->fds[i] = -1;
+  }
+  if (ev->ring != NULL) munmap(ev->ring, ev->page + ev->data_size);
+  if (ev->ring_fd >= 0) close(ev->ring_fd);
+  ev->ring = NULL;
+  ev->ring_fd = -1;
+}

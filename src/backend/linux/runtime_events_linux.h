@@ -1,0 +1,51 @@
+// Page-fault and kernel-lock time of one thread from per-thread perf events (internal to the
+// Linux backend; see runtime_events_linux.c). Not thread-safe: the caller serializes.
+#ifndef ZXSAMPLER_SRC_BACKEND_LINUX_RUNTIME_EVENTS_LINUX_H_
+#define ZXSAMPLER_SRC_BACKEND_LINUX_RUNTIME_EVENTS_LINUX_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum {
+  ZXS_RT_FAULT_BEGIN,
+  ZXS_RT_FAULT_END_MIN,
+  ZXS_RT_FAULT_END_MAJ,
+  ZXS_RT_LOCK_BEGIN,
+  ZXS_RT_LOCK_END,
+  ZXS_RT_EVENT_COUNT
+};
+
+typedef struct zxs_rt_events {
+  int fds[ZXS_RT_EVENT_COUNT];  // -1: not open
+  uint64_t ids[ZXS_RT_EVENT_COUNT];
+  int ring_fd;  // the event whose ring the others write into; -1: none
+  uint8_t* ring;
+  size_t page;
+  size_t data_size;
+  uint32_t fields;  // ZXS_TASK_RUNTIME_PAGE_FAULT_TIME / _LOCK_CONTENTION_TIME opened
+  // Pairing state and totals.
+  uint64_t fault_begin;  // time of an open fault; 0: none
+  uint64_t lock_begin;   // time of an open contention; 0: none
+  uint64_t lock_addr;
+  int64_t page_fault_ns;
+  int64_t lock_contention_ns;
+  uint64_t faults;
+  uint64_t contentions;
+  uint64_t lost;  // records the kernel dropped (full ring)
+} zxs_rt_events_t;
+
+// Nothing open.
+void zxs_rt_events_init(zxs_rt_events_t* ev);
+// Opens the events of thread `tid`; returns the fields they measure (0 when none could be).
+uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid);
+// Reads what the ring holds into the totals.
+void zxs_rt_events_drain(zxs_rt_events_t* ev);
+// Drains (unless `forget`: after fork, the ring is the parent's business) and closes; the
+// totals stay.
+void zxs_rt_events_close(zxs_rt_events_t* ev, bool forget);
+// Whether tracefs names the lock:contention_* tracepoints here.
+bool zxs_rt_lock_tracepoints_found(void);
+
+#endif  // ZXSAMPLER_SRC_BACKEND_LINUX_RUNTIME_EVENTS_LINUX_H_

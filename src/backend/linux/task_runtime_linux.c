@@ -1,0 +1,384 @@
+// Linux: ZX_INFO_TASK_RUNTIME for the threads of this process (zxs_prim_runtime_*).
+//
+// cpu_time is the thread's CPU-time clock (the process's, CLOCK_PROCESS_CPUTIME_ID, which the
+// kernel keeps for exited threads too); queue_time the scheduler's run delay from
+// /proc/self/task/TID/schedstat; page_fault_time and lock_contention_time are timed from
+// per-thread perf events (runtime_events_linux.c), opened at a thread's first query.
+//
+// A table keeps one entry per measured thread. A thread leaves it as it exits: through the exit
+// hook of threads that made their own handle (exact, read on the thread itself), or when its
+// ring's event reports the exit (EPOLLHUP, to the drainer thread), or when a process query no
+// longer finds it in /proc. Its totals then move to the process's sum of exited threads, and
+// the entry stays readable by koid until its place is needed.
+//
+// The drainer thread (`zxs-runtime`) sleeps in epoll_wait on the rings and drains one when it is
+// half full. g_lock guards the table and is held while draining; nothing else is taken under it.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <zxsampler/object.h>
+
+#include "linux_internal.h"
+#include "platform.h"
+#include "runtime_events_linux.h"
+#include "sampling.h"
+
+#define MAX_MEASURED ZXS_MAX_THREADS
+
+typedef struct measured {
+  pid_t tid;      // 0: free
+  bool exited;    // its totals are in g_exited; kept for lookups by koid
+  uint32_t seen;  // the process query that last found it in /proc
+  uint32_t gen;   // of this measurement: the drainer's events name it, so a stale one is ignored
+  uint32_t fields;
+  int64_t cpu_time;    // last read (final once exited)
+  int64_t queue_time;  // last read (final once exited)
+  int stat_fd;         // its schedstat file while it lives; -1: closed
+  zxs_rt_events_t events;
+} measured_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static measured_t g_measured[MAX_MEASURED];
+static uint32_t g_used;                  // entries at and past this index have never been used
+static zx_info_task_runtime_t g_exited;  // sums of exited threads (cpu_time unused)
+static uint32_t g_seen_gen;
+static uint32_t g_measure_gen;
+static int g_epoll = -1;
+// Set in the child of a fork: the table named the parent's threads and rings, and the drainer
+// stayed in the parent. The next query forgets them (checked without a system call: a query
+// costs a few already).
+static bool g_forked_child;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static _Thread_local pid_t t_tid;
+static uint32_t g_with_events;   // live entries with perf events open
+static uint32_t g_events_limit;  // at most this many: events_limit()
+
+// Each thread with events holds 6 descriptors (5 events, its schedstat file): keep them to a
+// 32nd of the descriptor limit (32 threads at the usual 1024), so measuring never starves the
+// program of files. ZXSAMPLER_RUNTIME_MAX_THREADS=N overrides it. Threads beyond it get cpu and
+// queue time only, and their fields say so.
+static uint32_t events_limit(void) {
+  if (g_events_limit == 0) {
+    struct rlimit rl;
+    uint64_t limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 32 : 32;
+    const char* env = getenv("ZXSAMPLER_RUNTIME_MAX_THREADS");
+    if (env != NULL && *env != '\0') limit = strtoull(env, NULL, 10);
+    if (limit < 1) limit = 1;
+    g_events_limit = limit < MAX_MEASURED ? (uint32_t)limit : MAX_MEASURED;
+  }
+  return g_events_limit;
+}
+
+// g_lock is held across fork, so the child never inherits it locked mid-drain.
+static void atfork_prepare(void) { pthread_mutex_lock(&g_lock); }
+static void atfork_parent(void) { pthread_mutex_unlock(&g_lock); }
+static void atfork_child(void) {
+  g_forked_child = true;
+  t_tid = 0;  // the forking thread is a new task in the child
+  pthread_mutex_unlock(&g_lock);
+}
+
+static void register_atfork(void) {
+  (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static pid_t current_tid(void) {
+  if (t_tid == 0) t_tid = (pid_t)syscall(SYS_gettid);
+  return t_tid;
+}
+
+// Run delay (and CPU time) of one of our threads from its schedstat file, kept open in *fd (-1:
+// open it now) so a query costs one pread. False when the thread is gone (the open file then
+// answers ESRCH) or /proc is missing.
+static bool read_schedstat(pid_t tid, int* fd, int64_t* cpu, int64_t* delay) {
+  if (*fd < 0) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) return false;
+  }
+  char text[128];
+  const ssize_t n = pread(*fd, text, sizeof(text) - 1, 0);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  unsigned long long run = 0, wait = 0;
+  if (sscanf(text, "%llu %llu", &run, &wait) != 2) return false;
+  *cpu = (int64_t)run;
+  *delay = (int64_t)wait;
+  return true;
+}
+
+static void close_schedstat(int* fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+static int64_t clock_ns(clockid_t clock, bool* ok) {
+  struct timespec ts;
+  *ok = clock_gettime(clock, &ts) == 0;
+  return *ok ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec : 0;
+}
+
+// Reads cpu and queue time of a live entry; false when the thread is gone.
+static bool refresh_locked(measured_t* m) {
+  int64_t cpu, delay;
+  if (!read_schedstat(m->tid, &m->stat_fd, &cpu, &delay)) return false;
+  bool ok;
+  // The clock includes the slice running now; schedstat's sum lags by up to a tick.
+  const int64_t clock = clock_ns(zxs_linux_thread_cpuclock(m->tid), &ok);
+  m->cpu_time = ok ? clock : cpu;
+  m->queue_time = delay;
+  // Only threads with events keep their file open (the descriptor budget is theirs).
+  if (m->events.ring_fd < 0) close_schedstat(&m->stat_fd);
+  return true;
+}
+
+// The thread of `m` is gone: final drain, totals to the process's exited sum.
+static void retire_locked(measured_t* m) {
+  if (m->exited) return;
+  if (g_epoll >= 0 && m->events.ring_fd >= 0) {
+    epoll_ctl(g_epoll, EPOLL_CTL_DEL, m->events.ring_fd, NULL);
+  }
+  if (m->events.fields != 0) g_with_events--;
+  zxs_rt_events_close(&m->events, false);
+  close_schedstat(&m->stat_fd);
+  m->exited = true;
+  g_exited.queue_time += m->queue_time;
+  g_exited.page_fault_time += m->events.page_fault_ns;
+  g_exited.lock_contention_time += m->events.lock_contention_ns;
+}
+
+static void* drainer_main(void* unused) {
+  (void)unused;
+  prctl(PR_SET_NAME, "zxs-runtime", 0, 0, 0);
+  zxs_linux_internal_thread_started();
+  for (;;) {
+    struct epoll_event events[16];
+    const int n = epoll_wait(g_epoll, events, 16, -1);
+    if (n < 0 && errno != EINTR) return NULL;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < n; i++) {
+      // {index, generation}: an event read before the lock may be for a measurement that has
+      // since ended and whose entry now measures another thread.
+      measured_t* m = &g_measured[(uint32_t)events[i].data.u64];
+      if (m->tid == 0 || m->exited || m->gen != (uint32_t)(events[i].data.u64 >> 32)) continue;
+      if ((events[i].events & EPOLLHUP) != 0) {
+        retire_locked(m);  // the event's thread exited
+      } else {
+        zxs_rt_events_drain(&m->events);
+      }
+    }
+    pthread_mutex_unlock(&g_lock);
+  }
+}
+
+// After fork, in the child: the table named the parent's threads and rings. g_lock held.
+static void forget_parent_locked(void) {
+  for (uint32_t i = 0; i < g_used; i++) {
+    if (g_measured[i].tid != 0 && !g_measured[i].exited) {
+      zxs_rt_events_close(&g_measured[i].events, true);
+      close_schedstat(&g_measured[i].stat_fd);
+    }
+  }
+  memset(g_measured, 0, sizeof(g_measured[0]) * g_used);
+  g_used = 0;
+  g_with_events = 0;
+  memset(&g_exited, 0, sizeof(g_exited));
+  if (g_epoll >= 0) close(g_epoll);
+  g_epoll = -1;
+}
+
+// The drainer runs in this process; false when it cannot be started. g_lock held.
+static bool ensure_drainer_locked(void) {
+  pthread_once(&g_atfork_once, register_atfork);
+  if (g_forked_child) {
+    forget_parent_locked();
+    g_forked_child = false;
+  }
+  if (g_epoll >= 0) return true;
+  g_epoll = epoll_create1(EPOLL_CLOEXEC);
+  if (g_epoll < 0) return false;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // never takes the program's signals
+  pthread_t thread;
+  const int err = pthread_create(&thread, NULL, drainer_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err != 0) {
+    close(g_epoll);
+    g_epoll = -1;
+    return false;
+  }
+  pthread_detach(thread);
+  return true;
+}
+
+static measured_t* find_locked(pid_t tid) {
+  for (uint32_t i = 0; i < g_used; i++) {
+    if (g_measured[i].tid == tid) return &g_measured[i];
+  }
+  return NULL;
+}
+
+// An entry for a new measurement: a free one, else the place of an exited thread.
+static measured_t* new_entry_locked(void) {
+  measured_t* reuse = NULL;
+  for (uint32_t i = 0; i < g_used; i++) {
+    if (g_measured[i].tid == 0) return &g_measured[i];
+    if (reuse == NULL && g_measured[i].exited) reuse = &g_measured[i];
+  }
+  if (g_used < MAX_MEASURED) return &g_measured[g_used++];
+  return reuse;
+}
+
+// Measures a live thread (idempotent): the entry, or NULL. g_lock held.
+static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
+  ensure_drainer_locked();
+  measured_t* m = find_locked(tid);
+  if (m != NULL && !m->exited) {
+    *status = ZX_OK;
+    return m;
+  }
+  measured_t fresh = {.tid = tid, .stat_fd = -1};
+  if (!refresh_locked(&fresh)) {  // gone: an exited entry of this tid stays as it was
+    close_schedstat(&fresh.stat_fd);
+    *status = ZX_ERR_BAD_STATE;
+    return NULL;
+  }
+  if (m == NULL) m = new_entry_locked();  // else a reused tid takes the exited entry's place
+  if (m == NULL) {
+    close_schedstat(&fresh.stat_fd);
+    *status = ZX_ERR_NO_RESOURCES;
+    return NULL;
+  }
+  *m = fresh;
+  m->gen = ++g_measure_gen;
+  m->fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
+  if (g_with_events < events_limit()) {
+    m->fields |= zxs_rt_events_open(&m->events, tid);
+    if (m->events.fields != 0) g_with_events++;
+  } else {
+    zxs_rt_events_init(&m->events);
+  }
+  if (m->events.ring_fd < 0) close_schedstat(&m->stat_fd);
+  if (m->events.ring_fd >= 0 && g_epoll >= 0) {
+    struct epoll_event ev = {.events = EPOLLIN,
+                             .data.u64 = (uint64_t)m->gen << 32 | (uint32_t)(m - g_measured)};
+    epoll_ctl(g_epoll, EPOLL_CTL_ADD, m->events.ring_fd, &ev);
+  }
+  *status = ZX_OK;
+  return m;
+}
+
+static void fill(const measured_t* m, zxs_prim_runtime_t* out) {
+  out->info.cpu_time = m->cpu_time;
+  out->info.queue_time = m->queue_time;
+  out->info.page_fault_time = m->events.page_fault_ns;
+  out->info.lock_contention_time = m->events.lock_contention_ns;
+  out->fields = m->fields;
+}
+
+zx_status_t zxs_prim_runtime_measure(const zxs_prim_thread_t* thread) {
+  if (thread == NULL || thread->koid == 0) return ZX_ERR_INVALID_ARGS;
+  const pid_t tid = (pid_t)thread->koid;
+  pthread_mutex_lock(&g_lock);
+  zx_status_t status;
+  measure_locked(tid, &status);
+  pthread_mutex_unlock(&g_lock);
+  // The calling thread is read one last time as it exits (exact queue time).
+  if (status == ZX_OK && tid == current_tid()) (void)zxs_prim_notify_on_thread_exit();
+  return status;
+}
+
+zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out) {
+  memset(out, 0, sizeof(*out));
+  pthread_mutex_lock(&g_lock);
+  if (g_forked_child) ensure_drainer_locked();  // forget the parent's table
+  measured_t* m = find_locked((pid_t)koid);
+  zx_status_t status = ZX_OK;
+  if (m != NULL && !m->exited) {
+    zxs_rt_events_drain(&m->events);
+    if (!refresh_locked(m)) retire_locked(m);
+  }
+  if (m != NULL) {
+    fill(m, out);
+  } else {
+    // Not measured: the kernel's cpu and queue time of a live thread all the same.
+    measured_t probe = {.tid = (pid_t)koid, .stat_fd = -1, .events.ring_fd = -1};
+    if (koid != 0 && refresh_locked(&probe)) {
+      probe.fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
+      fill(&probe, out);
+    } else {
+      status = ZX_ERR_NOT_FOUND;
+    }
+    close_schedstat(&probe.stat_fd);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
+  memset(out, 0, sizeof(*out));
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == NULL) return ZX_ERR_NOT_SUPPORTED;
+  uint32_t fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME |
+                    ZXS_TASK_RUNTIME_PAGE_FAULT_TIME | ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME;
+  pthread_mutex_lock(&g_lock);
+  const uint32_t gen = ++g_seen_gen;
+  for (struct dirent* d; (d = readdir(dir)) != NULL;) {
+    const pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
+    if (tid <= 0) continue;
+    zx_status_t status;
+    measured_t* m = measure_locked(tid, &status);
+    if (m == NULL) continue;  // exited meanwhile, or the table is full
+    m->seen = gen;
+    zxs_rt_events_drain(&m->events);
+    if (!refresh_locked(m)) {
+      retire_locked(m);
+      continue;
+    }
+    out->info.queue_time += m->queue_time;
+    out->info.page_fault_time += m->events.page_fault_ns;
+    out->info.lock_contention_time += m->events.lock_contention_ns;
+    fields &= m->fields;
+  }
+  closedir(dir);
+  // Measured threads /proc no longer lists have exited.
+  for (uint32_t i = 0; i < g_used; i++) {
+    measured_t* m = &g_measured[i];
+    if (m->tid != 0 && !m->exited && m->seen != gen) retire_locked(m);
+  }
+  out->info.queue_time += g_exited.queue_time;
+  out->info.page_fault_time += g_exited.page_fault_time;
+  out->info.lock_contention_time += g_exited.lock_contention_time;
+  pthread_mutex_unlock(&g_lock);
+  bool ok;
+  out->info.cpu_time = clock_ns(CLOCK_PROCESS_CPUTIME_ID, &ok);
+  out->fields = fields;
+  return ZX_OK;
+}
+
+void zxs_linux_runtime_thread_exiting(pid_t tid) {
+  pthread_mutex_lock(&g_lock);
+  measured_t* m = g_forked_child ? NULL : find_locked(tid);
+  if (m != NULL && !m->exited) {
+    refresh_locked(m);  // on the thread itself: its final values
+    retire_locked(m);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
