@@ -30,7 +30,11 @@
 #include "record_processes.h"
 
 #define DEFAULT_PERIOD_US 1000
-#define DEFAULT_RING_MB 4
+// Ring per CPU: room for about a quarter second of samples at 2000/s with the copy in use, so a
+// recorder kept off the CPU that long by the program loses nothing (smaller where locked memory
+// is limited: the ring halves until it maps).
+#define RING_MB_FP 4
+#define RING_MB_DWARF 16
 // Bytes of user stack copied per sample: deeper stacks are cut there, counted and marked.
 // Frame pointers need only the frame records, CFI every spilled register on the way up.
 #define STACK_COPY_FP 8192u
@@ -55,7 +59,7 @@ static void usage_record(FILE* out) {
           "  -f, --format FMT     fxt (default), pprof, folded, svg, markup or top\n"
           "  -F, --frequency HZ   samples per second of a thread's CPU time (default 1000)\n"
           "      --period US      microseconds of CPU time between samples (instead of -F)\n"
-          "  -b, --buffer MB      ring buffer per CPU in MiB (default %d)\n"
+          "  -b, --buffer MB      ring buffer per CPU in MiB (default %d with dwarf, %d with fp)\n"
           "  -p, --pid PID        sample this running process instead of starting one\n"
           "  -d, --duration S     with -p: stop after S seconds\n"
           "      --no-inherit     sample the first process only, not its children\n"
@@ -68,7 +72,7 @@ static void usage_record(FILE* out) {
           "      --user-only      never sample kernel code (default: kernel too, where the\n"
           "                       host allows it: root, CAP_PERFMON or perf_event_paranoid <= 1)\n"
           "  -h, --help           this text\n",
-          DEFAULT_RING_MB, STACK_COPY_DWARF, STACK_COPY_FP, STACK_COPY_MAX);
+          RING_MB_DWARF, RING_MB_FP, STACK_COPY_DWARF, STACK_COPY_FP, STACK_COPY_MAX);
 }
 
 typedef struct record_args {
@@ -101,7 +105,6 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
   *a = (record_args_t){.output = "zxsampler.fxt",
                        .format = ZXS_FORMAT_FXT,
                        .period_us = DEFAULT_PERIOD_US,
-                       .ring_mb = DEFAULT_RING_MB,
                        .inherit = true,
                        .kernel = true,
                        .dwarf = zxs_cfi_available()};
@@ -195,6 +198,7 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
   }
   a->program = a->pid == 0 ? &argv[optind] : NULL;
   if (a->stack_copy == 0) a->stack_copy = a->dwarf ? STACK_COPY_DWARF : STACK_COPY_FP;
+  if (a->ring_mb == 0) a->ring_mb = a->dwarf ? RING_MB_DWARF : RING_MB_FP;
   return -1;
 }
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "linux_internal.h"
 #include "perf_regs.h"
 
 typedef struct ring {
@@ -32,8 +33,7 @@ struct record_perf {
   bool kernel;
   uint64_t attach_failures;
   size_t page;
-  uint8_t* record;  // a wrapped record, copied out
-  size_t record_cap;
+  uint64_t scratch[65536 / 8];  // one record, copied out of a ring
 };
 
 static int perf_event_open(struct perf_event_attr* attr, pid_t pid, int cpu, int group) {
@@ -249,37 +249,21 @@ uint64_t record_perf_sample_type(const record_perf_t* p) { return p->sample_type
 
 uint64_t record_perf_attach_failures(const record_perf_t* p) { return p->attach_failures; }
 
+typedef struct drain {
+  const uint64_t* scratch;
+  record_perf_fn fn;
+  void* ctx;
+} drain_t;
+
+static void on_ring_record(void* arg, uint32_t type, const uint64_t* body, size_t words) {
+  (void)type, (void)body, (void)words;
+  const drain_t* d = arg;
+  d->fn(d->ctx, (const struct perf_event_header*)(const void*)d->scratch);
+}
+
 static void drain_ring(record_perf_t* p, ring_t* r, record_perf_fn fn, void* ctx) {
-  struct perf_event_mmap_page* meta = (struct perf_event_mmap_page*)r->base;
-  const uint8_t* data = r->base + p->page;
-  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
-  while (tail + sizeof(struct perf_event_header) <= head) {
-    const size_t at = (size_t)(tail & (r->data_size - 1));
-    struct perf_event_header header;
-    for (size_t i = 0; i < sizeof(header); i++) {
-      ((uint8_t*)&header)[i] = data[(at + i) & (r->data_size - 1)];
-    }
-    if (header.size < sizeof(header) || tail + header.size > head) break;
-    const struct perf_event_header* record;
-    if (at + header.size <= r->data_size) {
-      record = (const struct perf_event_header*)(data + at);
-    } else {
-      if (p->record_cap < header.size) {
-        uint8_t* grown = realloc(p->record, 65536);
-        if (grown == NULL) break;
-        p->record = grown;
-        p->record_cap = 65536;
-      }
-      size_t first = r->data_size - at;
-      memcpy(p->record, data + at, first);
-      memcpy(p->record + first, data, header.size - first);
-      record = (const struct perf_event_header*)p->record;
-    }
-    fn(ctx, record);
-    tail += header.size;
-  }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  drain_t d = {.scratch = p->scratch, .fn = fn, .ctx = ctx};
+  zxs_linux_ring_read(r->base, p->page, r->data_size, p->scratch, on_ring_record, &d);
 }
 
 void record_perf_drain(record_perf_t* p, record_perf_fn fn, void* ctx) {
@@ -307,6 +291,5 @@ void record_perf_close(record_perf_t* p) {
   if (p->rings != NULL) close_all(p);
   free(p->rings);
   free(p->fds);
-  free(p->record);
   free(p);
 }

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -82,7 +83,9 @@ struct zxs_elf {
   size_t build_id_size;
   zxs_segment_t* segments;  // PT_LOAD segments, in program-header order
   size_t segment_count;
-  char** strtabs;  // owned string tables the names point into
+  bool has_symtab;  // a .symtab (not only .dynsym)
+  char* debuglink;  // .gnu_debuglink's file name, if any
+  char** strtabs;   // owned string tables the names point into
   size_t strtab_count;
   sym_entry_t* syms;
   size_t sym_count;
@@ -103,6 +106,7 @@ typedef struct reader {
 } reader_t;
 
 typedef struct section {
+  uint32_t name;  // offset in the section-name table
   uint32_t type;
   uint64_t flags;
   uint64_t addr;
@@ -401,6 +405,32 @@ static void finish_symbols(zxs_elf_t* elf) {
   }
 }
 
+// The file name in .gnu_debuglink (name, NUL, padding, CRC), for a file without .symtab.
+static zx_status_t read_debuglink(zxs_elf_t* elf, const reader_t* r, const section_t* sections,
+                                  uint64_t shnum, uint64_t shstrndx) {
+  static const char kName[] = ".gnu_debuglink";
+  if (shstrndx == 0 || shstrndx >= shnum) return ZX_OK;
+  const section_t* names = &sections[shstrndx];
+  for (uint64_t i = 1; i < shnum; i++) {
+    char name[sizeof(kName)];
+    if (sections[i].name > names->size || names->size - sections[i].name < sizeof(name) ||
+        read_at(r, names->offset + sections[i].name, name, sizeof(name)) != ZX_OK ||
+        memcmp(name, kName, sizeof(name)) != 0 || sections[i].size < 2 || sections[i].size > 4096) {
+      continue;
+    }
+    uint8_t* data = NULL;
+    zx_status_t status = read_alloc(r, sections[i].offset, sections[i].size, &data);
+    if (status != ZX_OK) return status;
+    size_t len = strnlen((const char*)data, (size_t)sections[i].size);
+    if (len > 0 && len < sections[i].size && memchr(data, '/', len) == NULL) {
+      elf->debuglink = strndup((const char*)data, len);
+    }
+    free(data);
+    return elf->debuglink != NULL || len == 0 ? ZX_OK : ZX_OK;
+  }
+  return ZX_OK;
+}
+
 static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
   uint8_t eh[E_EHDR_SIZE];
   if (r->size < E_EHDR_SIZE) {
@@ -467,6 +497,7 @@ static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
     for (uint64_t i = 0; i < shnum; i++) {
       const uint8_t* s = raw + i * E_SHDR_SIZE;
       section_t* sec = &sections[i];
+      sec->name = le32(s);
       sec->type = le32(s + 4);
       sec->flags = le64(s + 8);
       sec->addr = le64(s + 16);
@@ -544,7 +575,11 @@ static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
   for (uint64_t i = 1; status == ZX_OK && i < shnum; i++) {
     if (sections[i].type == E_SHT_SYMTAB || sections[i].type == E_SHT_DYNSYM) {
       status = add_symbol_table(elf, r, sections, (size_t)shnum, &sections[i], &capacity);
+      elf->has_symtab = elf->has_symtab || sections[i].type == E_SHT_SYMTAB;
     }
+  }
+  if (status == ZX_OK && !elf->has_symtab) {
+    status = read_debuglink(elf, r, sections, shnum, le16(eh + 62));
   }
   free(sections);
   if (status == ZX_OK) {
@@ -568,6 +603,7 @@ void zxs_elf_close(zxs_elf_t* elf) {
   }
   free(elf->strtabs);
   free(elf->segments);
+  free(elf->debuglink);
   free(elf->syms);
   free(elf->path);
   free(elf);
@@ -593,6 +629,64 @@ static zx_status_t open_image(const reader_t* r, const char* path, zxs_elf_t** o
     return status;
   }
   *out = elf;
+  return ZX_OK;
+}
+
+// Takes the symbol table of `debug` (a separate debug file of the same build) instead of
+// `elf`'s .dynsym-only one.
+static void adopt_symbols(zxs_elf_t* elf, zxs_elf_t* debug) {
+  for (size_t i = 0; i < elf->strtab_count; i++) free(elf->strtabs[i]);
+  free(elf->strtabs);
+  free(elf->syms);
+  elf->strtabs = debug->strtabs;
+  elf->strtab_count = debug->strtab_count;
+  elf->syms = debug->syms;
+  elf->sym_count = debug->sym_count;
+  elf->has_symtab = true;
+  debug->strtabs = NULL;
+  debug->strtab_count = 0;
+  debug->syms = NULL;
+  debug->sym_count = 0;
+}
+
+// A stripped file's names from its separate debug file, where distributions keep them:
+// DEBUG/.build-id/xx/rest.debug by build ID, then .gnu_debuglink next to the file, in .debug/
+// beside it and under DEBUG (DEBUG: /usr/lib/debug, or $ZXSAMPLER_DEBUG_DIR). A file of another
+// build (build IDs differ) is not used. Nothing found is not an error.
+static zx_status_t adopt_debug_symbols(zxs_elf_t* elf, const char* path) {
+  const char* root = getenv("ZXSAMPLER_DEBUG_DIR");
+  if (root == NULL || root[0] == '\0') root = "/usr/lib/debug";
+  char dir[PATH_MAX];
+  const char* slash = strrchr(path, '/');
+  snprintf(dir, sizeof(dir), "%.*s", slash != NULL ? (int)(slash - path) : 1,
+           slash != NULL ? path : ".");
+  char candidates[4][3 * PATH_MAX];
+  size_t count = 0;
+  if (elf->build_id_size > 1) {
+    char hex[2 * BUILD_ID_MAX + 1];
+    for (size_t i = 0; i < elf->build_id_size; i++) {
+      snprintf(hex + 2 * i, 3, "%02x", elf->build_id[i]);
+    }
+    snprintf(candidates[count++], sizeof(candidates[0]), "%s/.build-id/%.2s/%s.debug", root, hex,
+             hex + 2);
+  }
+  if (elf->debuglink != NULL) {
+    snprintf(candidates[count++], sizeof(candidates[0]), "%s/%s", dir, elf->debuglink);
+    snprintf(candidates[count++], sizeof(candidates[0]), "%s/.debug/%s", dir, elf->debuglink);
+    snprintf(candidates[count++], sizeof(candidates[0]), "%s%s/%s", root, dir, elf->debuglink);
+  }
+  for (size_t i = 0; i < count; i++) {
+    if (strcmp(candidates[i], path) == 0) continue;
+    zxs_elf_t* debug = NULL;
+    if (zxs_elf_open(candidates[i], &debug) != ZX_OK) continue;
+    bool same =
+        debug->has_symtab && (elf->build_id_size == 0 ||
+                              (debug->build_id_size == elf->build_id_size &&
+                               memcmp(debug->build_id, elf->build_id, elf->build_id_size) == 0));
+    if (same) adopt_symbols(elf, debug);
+    zxs_elf_close(debug);
+    if (same) break;
+  }
   return ZX_OK;
 }
 
@@ -628,6 +722,9 @@ zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out) {
     status = open_image(&r, path, out);
   }
   close(fd);
+  if (status == ZX_OK && !(*out)->has_symtab) {
+    status = adopt_debug_symbols(*out, path);
+  }
   return status;
 }
 

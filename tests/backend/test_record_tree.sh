@@ -221,7 +221,33 @@ check "200 calls deep: and counted on stderr" grep -qE 'stacks? cut at the stack
 check "200 calls deep: 128 frames kept (a stack of ${depth:-?})" \
   awk -F';' '{ if (NF > max) max = NF } END { exit max != 128 }' "$T/deep.folded"
 
-# --- 10. A long run with a small buffer ----------------------------------------------------------
+# --- 10. Names from separate debug files --------------------------------------------------------
+
+# A stripped program whose names live in a debug file holding only its symbol table (no DWARF):
+# found through .gnu_debuglink next to it, and by build ID under ZXSAMPLER_DEBUG_DIR.
+if command -v cc >/dev/null && command -v objcopy >/dev/null && command -v strip >/dev/null; then
+  mkdir -p "$T/dbg/bin"
+  printf '%s\n' 'static volatile unsigned long sink;' \
+    '__attribute__((noinline)) static void stripped_hot(void) {' \
+    '  for (long i = 0; i < 200000000; i++) sink += (unsigned long)i; }' \
+    'int main(void) { stripped_hot(); return 0; }' >"$T/dbg/hot.c"
+  cc -O1 -o "$T/dbg/bin/hot" "$T/dbg/hot.c" &&
+    objcopy --only-keep-debug "$T/dbg/bin/hot" "$T/dbg/hot.full" &&
+    strip --strip-debug -o "$T/dbg/bin/hot.debug" "$T/dbg/hot.full" &&
+    strip --strip-all "$T/dbg/bin/hot" &&
+    objcopy --add-gnu-debuglink="$T/dbg/bin/hot.debug" "$T/dbg/bin/hot"
+  record_run stripped -- "$T/dbg/bin/hot"
+  check "a stripped program: named from its .gnu_debuglink file" grep -qw stripped_hot "$T/stripped.txt"
+  bid=$(readelf -n "$T/dbg/bin/hot" | sed -n 's/.*Build ID: //p')
+  mkdir -p "$T/dbg/root/.build-id/${bid:0:2}"
+  mv "$T/dbg/bin/hot.debug" "$T/dbg/root/.build-id/${bid:0:2}/${bid:2}.debug"
+  "$ZXS" report "$T/stripped.fxt" >"$T/stripped-none.txt" 2>&1
+  check "a stripped program without its debug file: unnamed, grouped" grep -q '\[hot\]' "$T/stripped-none.txt"
+  ZXSAMPLER_DEBUG_DIR="$T/dbg/root" "$ZXS" report "$T/stripped.fxt" >"$T/stripped-id.txt" 2>&1
+  check "a stripped program: named from DEBUG/.build-id/xx/rest.debug" grep -qw stripped_hot "$T/stripped-id.txt"
+fi
+
+# --- 11. A long run with a small buffer ----------------------------------------------------------
 
 # 8 s of CPU at 4000 samples/s with 1 MiB rings: the recording covers the whole
 # run, and whatever was lost is said on stderr and in the report's header.

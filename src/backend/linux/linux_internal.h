@@ -157,7 +157,8 @@ typedef void (*zxs_linux_record_fn)(void* ctx, uint32_t type, const uint64_t* bo
 // Hands every record between the ring's tail and head to `on_record`, in order, and frees their
 // space. `base` is the mapping (header page of `page` bytes, then `data_size` bytes of data, a
 // power of two); `scratch` holds one record (64 KiB, 8-aligned). Records whose size is not a
-// multiple of 8 are skipped. One consumer at a time.
+// multiple of 8 are skipped. Each record lies whole in `scratch` during its call, its header at
+// scratch[0] (for a consumer that needs the header's misc bits). One consumer at a time.
 void zxs_linux_ring_read(uint8_t* base, size_t page, size_t data_size, uint64_t* scratch,
                          zxs_linux_record_fn on_record, void* ctx);
 
