@@ -4,9 +4,10 @@
 set -euo pipefail
 # Build: compilers, meson, ninja, cmocka, zlib; optional: libunwind, libdw (file:line).
 # Independent consumers the tests check our formats with: go tool pprof, xmllint,
-# llvm-symbolizer 16 (--filter-markup); spin for the protocol model; clang for TSan.
+# llvm-symbolizer 16 (--filter-markup); spin for the protocol model; clang for TSan; debuginfod
+# (a server the tests start on 127.0.0.1, and the client library libdw loads).
 packages=(build-essential g++ clang pkg-config meson ninja-build libcmocka-dev zlib1g-dev
-          libunwind-dev libdw-dev golang-go libxml2-utils llvm-16 spin)
+          libunwind-dev libdw-dev golang-go libxml2-utils llvm-16 spin debuginfod)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

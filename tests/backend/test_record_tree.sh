@@ -247,6 +247,32 @@ if command -v cc >/dev/null && command -v objcopy >/dev/null && command -v strip
   check "a stripped program: named from DEBUG/.build-id/xx/rest.debug" grep -qw stripped_hot "$T/stripped-id.txt"
 fi
 
+# A debuginfod server on 127.0.0.1 over a directory holding a stripped program's debug file:
+# with DEBUGINFOD_URLS set, report names the program's functions (libdw's debuginfod client).
+if command -v debuginfod >/dev/null && command -v cc >/dev/null; then
+  mkdir -p "$T/di/srv" "$T/di/bin"
+  cc -O1 -g -o "$T/di/bin/hot" "$T/dbg/hot.c" &&
+    objcopy --only-keep-debug "$T/di/bin/hot" "$T/di/srv/hot.debug" &&
+    strip --strip-all "$T/di/bin/hot"
+  port=$((20000 + RANDOM % 20000))
+  debuginfod -p "$port" -F "$T/di/srv" -d "$T/di/index.sqlite" >"$T/di/log" 2>&1 &
+  DI=$!
+  for _ in $(seq 1 100); do  # until it answers and has indexed the directory
+    grep -q 'fts traversed' "$T/di/log" 2>/dev/null && break
+    sleep 0.1
+  done
+  record_run di -- "$T/di/bin/hot"
+  check "debuginfod: without DEBUGINFOD_URLS the stripped program is unnamed" grep -q '\[hot\]' "$T/di.txt"
+  DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$T/di/cache" \
+    "$ZXS" report "$T/di.fxt" >"$T/di-named.txt" 2>&1
+  check "debuginfod: with DEBUGINFOD_URLS its functions are named ($(sed -n 6p "$T/di-named.txt"))" \
+    grep -qw stripped_hot "$T/di-named.txt"
+  kill "$DI" 2>/dev/null
+  wait "$DI" 2>/dev/null
+else
+  echo "SKIP: debuginfod not installed"
+fi
+
 # --- 11. A long run with a small buffer ----------------------------------------------------------
 
 # 8 s of CPU at 4000 samples/s with 1 MiB rings: the recording covers the whole
