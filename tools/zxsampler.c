@@ -14,6 +14,7 @@
 #include <zxsampler/profiler.h>
 
 #include "cli.h"
+#include "zxsampler_perfmon.h"
 
 static void usage_main(FILE* out) {
   fprintf(out,
@@ -22,6 +23,7 @@ static void usage_main(FILE* out) {
           "commands:\n"
           "  record   run a program (or attach to a process) and sample its threads' stacks\n"
           "  report   print or convert a profile\n"
+          "  perfmon  count or sample CPU events on every CPU (fuchsia.perfmon.cpu)\n"
           "\n"
           "'zxsampler <command> --help' describes each command.\n");
 }
@@ -124,6 +126,10 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "record") == 0) {
     argv[1] = "zxsampler record";
     return zxsampler_record_main(argc - 1, argv + 1);
+  }
+  if (strcmp(argv[1], "perfmon") == 0) {
+    argv[1] = "zxsampler perfmon";
+    return zxsampler_perfmon_main(argc - 1, argv + 1);
   }
   if (strcmp(argv[1], "report") == 0) {
     argv[1] = "zxsampler report";

@@ -61,9 +61,21 @@ ZXS_API zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, s
                                      zx_handle_t iob, uint32_t region_index, uint64_t region_offset,
                                      size_t region_len, zx_vaddr_t* mapped_addr);
 
-// Unmaps what zxs_vmar_map_iob() mapped. Like Fuchsia's zx_vmar_unmap() on the root VMAR, it
-// unmaps whatever the range holds: pass only ranges you mapped. ZX_ERR_INVALID_ARGS: address or
-// length not page-aligned or length 0. ZX_ERR_BAD_HANDLE / ZX_ERR_WRONG_TYPE: vmar.
+// Maps `len` bytes of a VMO (a perfmon buffer, perfmon.h) from `vmo_offset`, read-only, by
+// the rules of zxs_vmar_map_iob(): the same options, alignment and lifetime; vmo: handle errors
+// (a VMO; needs ZX_RIGHT_MAP and ZX_RIGHT_READ); ZX_ERR_OUT_OF_RANGE offset + length past the
+// VMO's size.
+ZXS_API zx_status_t zxs_vmar_map(zx_handle_t vmar, zx_vm_option_t options, size_t vmar_offset,
+                                 zx_handle_t vmo, uint64_t vmo_offset, size_t len,
+                                 zx_vaddr_t* mapped_addr);
+
+// The size of a VMO in bytes (a multiple of the page size). Handle errors (a VMO, no right
+// needed); ZX_ERR_INVALID_ARGS size is NULL.
+ZXS_API zx_status_t zxs_vmo_get_size(zx_handle_t vmo, uint64_t* size);
+
+// Unmaps what zxs_vmar_map_iob() or zxs_vmar_map() mapped. Like Fuchsia's zx_vmar_unmap() on the
+// root VMAR, it unmaps whatever the range holds: pass only ranges you mapped. ZX_ERR_INVALID_ARGS:
+// address or length not page-aligned or length 0. ZX_ERR_BAD_HANDLE / ZX_ERR_WRONG_TYPE: vmar.
 // ZX_ERR_NOT_FOUND: the backend knows of no mapping there (the fake backend checks).
 ZXS_API zx_status_t zxs_vmar_unmap(zx_handle_t vmar, zx_vaddr_t addr, size_t len);
 
@@ -142,6 +154,10 @@ ZXS_API zx_status_t zxs_task_runtime_of_koid(zx_koid_t koid, zx_info_task_runtim
 
 // The page size regions are rounded to.
 ZXS_API uint32_t zxs_system_get_page_size(void);
+
+// The number of CPUs online (at least 1): as many as a sampler session has regions and a
+// perfmon run has buffers.
+ZXS_API uint32_t zxs_system_get_num_cpus(void);
 
 // The monotonic tick counter samples are stamped with, and its rate (non-zero).
 // Both are async-signal-safe.

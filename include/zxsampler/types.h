@@ -95,6 +95,7 @@ typedef zx_handle_t zx_resource_t;
 #define ZX_OBJ_TYPE_PROCESS ((zx_obj_type_t)1u)
 #define ZX_OBJ_TYPE_THREAD ((zx_obj_type_t)2u)
 #define ZX_OBJ_TYPE_VMO ((zx_obj_type_t)3u)
+#define ZX_OBJ_TYPE_CHANNEL ((zx_obj_type_t)4u)  // the perfmon controller (perfmon.h)
 #define ZX_OBJ_TYPE_RESOURCE ((zx_obj_type_t)15u)
 #define ZX_OBJ_TYPE_VMAR ((zx_obj_type_t)18u)
 #define ZX_OBJ_TYPE_IOB ((zx_obj_type_t)33u)

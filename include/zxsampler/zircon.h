@@ -68,6 +68,14 @@ static inline zx_status_t zx_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t optio
   return zxs_vmar_map_iob(vmar, options, vmar_offset, iob, region_index, region_offset, region_len,
                           mapped_addr);
 }
+static inline zx_status_t zx_vmar_map(zx_handle_t vmar, zx_vm_option_t options, size_t vmar_offset,
+                                      zx_handle_t vmo, uint64_t vmo_offset, size_t len,
+                                      zx_vaddr_t* mapped_addr) {
+  return zxs_vmar_map(vmar, options, vmar_offset, vmo, vmo_offset, len, mapped_addr);
+}
+static inline zx_status_t zx_vmo_get_size(zx_handle_t vmo, uint64_t* size) {
+  return zxs_vmo_get_size(vmo, size);
+}
 static inline zx_status_t zx_vmar_unmap(zx_handle_t vmar, zx_vaddr_t addr, size_t len) {
   return zxs_vmar_unmap(vmar, addr, len);
 }
@@ -75,6 +83,7 @@ static inline zx_handle_t zx_vmar_root_self(void) { return zxs_vmar_root_self();
 static inline zx_handle_t zx_process_self(void) { return zxs_process_self(); }
 static inline zx_handle_t zx_thread_self(void) { return zxs_thread_self(); }
 static inline uint32_t zx_system_get_page_size(void) { return zxs_system_get_page_size(); }
+static inline uint32_t zx_system_get_num_cpus(void) { return zxs_system_get_num_cpus(); }
 static inline zx_ticks_t zx_ticks_get(void) { return zxs_ticks_get(); }
 static inline zx_ticks_t zx_ticks_per_second(void) { return zxs_ticks_per_second(); }
 

@@ -110,7 +110,7 @@ zx_handle_t zxs_thread_self(void) {
   if (t_self_handle != ZX_HANDLE_INVALID && zxs_handle_is_live(t_self_handle)) {
     return t_self_handle;
   }
-  zxs_core_handle_fork();
+  zxs_core_register_atfork();
   zxs_prim_thread_t thread;
   zx_handle_t handle;
   if (zxs_prim_thread_self(&thread) != ZX_OK || make_thread_handle(&thread, &handle) != ZX_OK) {
@@ -170,12 +170,33 @@ zx_status_t zxs_debug_resource_get(zx_handle_t* out) {
   return status;
 }
 
+zx_status_t zxs_check_debug_resource(zx_handle_t rsrc) {
+  zxs_object_t* obj;
+  zx_status_t status = zxs_handle_get(rsrc, ZX_OBJ_TYPE_RESOURCE, ZX_RIGHT_NONE, &obj, NULL);
+  if (status != ZX_OK) return status;
+  uint32_t kind = ((zxs_resource_obj_t*)obj)->kind;
+  zxs_object_release(obj);
+  return kind == ZXS_RESOURCE_KIND_DEBUG ? ZX_OK : ZX_ERR_ACCESS_DENIED;
+}
+
 // --- Misc -------------------------------------------------------------------------------------
 
 uint32_t zxs_system_get_page_size(void) {
   zxs_prim_caps_t caps;
   zxs_prim_get_caps(&caps);
   return (uint32_t)caps.page_size;
+}
+
+uint32_t zxs_system_get_num_cpus(void) {
+  zxs_prim_caps_t caps;
+  zxs_prim_get_caps(&caps);
+  uint32_t* cpus = calloc(caps.cpu_number_limit, sizeof(uint32_t));
+  uint32_t count = 0;
+  if (cpus == NULL || zxs_prim_online_cpus(cpus, caps.cpu_number_limit, &count) != ZX_OK) {
+    count = 0;
+  }
+  free(cpus);
+  return count > 0 ? count : 1;
 }
 
 zx_ticks_t zxs_ticks_get(void) { return (zx_ticks_t)zxs_prim_ticks(); }

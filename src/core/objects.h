@@ -26,10 +26,19 @@ typedef struct zxs_resource_obj {
 // compiled out or switched off at run time, else ZX_OK.
 zx_status_t zxs_sampler_check_enabled(void);
 
-// Registers (once) the fork handlers that make the child forget the parent's session and
-// threads: at the first session, and at the first zxs_thread_self(), whose cached handle would
-// otherwise name the parent's thread in the child (session.c).
-void zxs_core_handle_fork(void);
+// ZX_OK when `rsrc` is a handle to the debug resource; else ZX_ERR_BAD_HANDLE,
+// ZX_ERR_WRONG_TYPE (not a resource) or ZX_ERR_ACCESS_DENIED (a resource of another kind).
+zx_status_t zxs_check_debug_resource(zx_handle_t rsrc);
+
+// Registers the core's fork handlers (once; session.c): they hold the perfmon lock, the session
+// lock and the handle table across fork, and make the child forget the parent's session, its
+// perfmon run and its threads. Called at the first session and at the first zxs_thread_self(),
+// whose cached handle would otherwise name the parent's thread in the child.
+void zxs_core_register_atfork(void);
+// The perfmon controller's part of them (perfmon_controller.c).
+void zxs_perfmon_atfork_prepare(void);
+void zxs_perfmon_atfork_parent(void);
+void zxs_perfmon_atfork_child(void);
 
 // Forgets the calling thread's own handle (thread exit).
 void zxs_thread_self_forget(zx_koid_t koid);

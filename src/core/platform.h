@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <zxsampler/perfmon.h>
 #include <zxsampler/sampler.h>
 #include <zxsampler/types.h>
 
@@ -133,5 +134,35 @@ void zxs_prim_after_fork_child(void);
 // Changes the period of an armed source (throttling). [signal-safe] where the backend allows,
 // else returns ZX_ERR_NOT_SUPPORTED from signal context and the core keeps the old period.
 zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t period);
+
+// --- CPU performance monitor (perfmon.h) ---------------------------------------------------------
+// The core checks the protocol and writes the records (perfmon_core.h); the backend collects.
+// All of these are called under the core's perfmon lock, never from a signal handler.
+
+typedef struct zxs_perfmon_run zxs_perfmon_run_t;
+
+// What the host can do: every field but api_version and max_num_events (the core's). Truthful:
+// 0 for what the host lacks or does not tell.
+void zxs_prim_perfmon_properties(zxs_perfmon_properties_t* properties);
+// ZX_OK when this process may monitor every CPU; ZX_ERR_ACCESS_DENIED when the host refuses it;
+// ZX_ERR_NOT_SUPPORTED when there is no performance monitor to use. A backend without one (the
+// Fuchsia backend until it is wired to the fuchsia.perfmon.cpu service) answers NOT_SUPPORTED
+// here and the rest is never called.
+zx_status_t zxs_prim_perfmon_check_access(void);
+// Whether the host can collect event `id`: ZX_OK (*counting: a count rather than a value),
+// ZX_ERR_NOT_SUPPORTED (an event it knows but cannot collect here), ZX_ERR_INVALID_ARGS (no
+// such event).
+zx_status_t zxs_prim_perfmon_event(uint16_t id, bool* counting);
+// Starts collecting the run's events on the CPU of each of its buffers (the core wrote their
+// headers) and keeps its state in run->backend. On failure nothing runs and run->backend is
+// NULL: ZX_ERR_ACCESS_DENIED, ZX_ERR_NOT_SUPPORTED, ZX_ERR_NO_RESOURCES, ZX_ERR_NO_MEMORY.
+zx_status_t zxs_prim_perfmon_start(zxs_perfmon_run_t* run);
+// Stops: returns once every sample went through zxs_perfmon_core_sample(), the final totals
+// through zxs_perfmon_core_final() (each buffer once), and nothing more will be written.
+// Frees run->backend and sets it to NULL.
+void zxs_prim_perfmon_stop(zxs_perfmon_run_t* run);
+// In the child of a fork (one thread): forgets the run's state without disturbing the
+// parent's counters (which share the inherited descriptors); sets run->backend to NULL.
+void zxs_prim_perfmon_after_fork_child(zxs_perfmon_run_t* run);
 
 #endif  // ZXSAMPLER_SRC_CORE_PLATFORM_H_

@@ -16,6 +16,7 @@
 #include "platform.h"
 #include "task_runtime.h"
 #include "thread_table.h"
+#include "vmo.h"
 
 #define IOB_RIGHTS                                                                          \
   (ZX_RIGHT_TRANSFER | ZX_RIGHT_DUPLICATE | ZX_RIGHT_WAIT | ZX_RIGHT_INSPECT |              \
@@ -156,8 +157,12 @@ static void unlock_session(zxs_session_t* s) {
 // frees memory, the per-CPU states and slots are reset (a writer that was in flight on another
 // parent thread will never end here), and the backend drops its inherited descriptors without
 // touching the parent's events. The child can then create its own session.
+//
+// The perfmon controller forgets its run the same way (perfmon_controller.c). Lock order, here
+// as everywhere: the perfmon lock, then the session lock, then the handle table's.
 
 static void atfork_prepare(void) {
+  zxs_perfmon_atfork_prepare();
   pthread_mutex_lock(&g_lock);
   zxs_handle_table_lock();
 }
@@ -165,6 +170,7 @@ static void atfork_prepare(void) {
 static void atfork_parent(void) {
   zxs_handle_table_unlock();
   pthread_mutex_unlock(&g_lock);
+  zxs_perfmon_atfork_parent();
 }
 
 static void atfork_child(void) {
@@ -189,27 +195,19 @@ static void atfork_child(void) {
   zxs_handle_table_unlock();
   zxs_objects_after_fork_child();
   pthread_mutex_unlock(&g_lock);
+  zxs_perfmon_atfork_child();
 }
 
 static void register_atfork(void) {
   (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-void zxs_core_handle_fork(void) {
+void zxs_core_register_atfork(void) {
   static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
   pthread_once(&atfork_once, register_atfork);
 }
 
 // --- Create -----------------------------------------------------------------------------------
-
-static zx_status_t check_debug_resource(zx_handle_t rsrc) {
-  zxs_object_t* obj;
-  zx_status_t status = zxs_handle_get(rsrc, ZX_OBJ_TYPE_RESOURCE, ZX_RIGHT_NONE, &obj, NULL);
-  if (status != ZX_OK) return status;
-  uint32_t kind = ((zxs_resource_obj_t*)obj)->kind;
-  zxs_object_release(obj);
-  return kind == ZXS_RESOURCE_KIND_DEBUG ? ZX_OK : ZX_ERR_ACCESS_DENIED;
-}
 
 // Allocates the session and its regions; g_lock held.
 static zx_status_t new_session(const zx_sampler_config_t* config, zxs_session_t** out) {
@@ -265,8 +263,8 @@ zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
   if (iob_out != NULL) *iob_out = ZX_HANDLE_INVALID;
   zx_status_t status = zxs_sampler_check_enabled();
   if (status != ZX_OK) return status;
-  zxs_core_handle_fork();
-  status = check_debug_resource(rsrc);
+  zxs_core_register_atfork();
+  status = zxs_check_debug_resource(rsrc);
   if (status != ZX_OK) return status;
   if (options != 0) return ZX_ERR_INVALID_ARGS;
   status = zxs_config_validate(config, config_size);
@@ -512,23 +510,10 @@ zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, size_t vm
   zxs_session_t* s;
   status = lock_session(iob, ZX_RIGHT_MAP | ZX_RIGHT_READ, &s);
   if (status != ZX_OK) return status;
-  zxs_prim_caps_t caps;
-  zxs_prim_get_caps(&caps);
-  const uint64_t page_mask = caps.page_size - 1;
-  if ((options & (ZX_VM_PERM_WRITE | ZX_VM_PERM_EXECUTE)) != 0) {
-    status = ZX_ERR_ACCESS_DENIED;
-  } else if (options != ZX_VM_PERM_READ || vmar_offset != 0 || mapped_addr == NULL ||
-             region_len == 0 || (region_len & page_mask) != 0 || (region_offset & page_mask) != 0) {
-    status = ZX_ERR_INVALID_ARGS;
-  } else if (region_index >= s->region_count || region_offset > s->regions[region_index].size ||
-             region_len > s->regions[region_index].size - region_offset) {
-    status = ZX_ERR_OUT_OF_RANGE;
-  } else {
-    void* addr;
-    status = zxs_prim_region_map_readonly(&s->regions[region_index], (size_t)region_offset,
-                                          region_len, &addr);
-    if (status == ZX_OK) *mapped_addr = (zx_vaddr_t)addr;
-  }
+  // No such region: an empty one, so the option checks still come first (then OUT_OF_RANGE).
+  static const zxs_prim_region_t no_region = {.base = NULL, .size = 0, .native = -1};
+  status = zxs_map_region(region_index < s->region_count ? &s->regions[region_index] : &no_region,
+                          options, vmar_offset, region_offset, region_len, mapped_addr);
   unlock_session(s);
   return status;
 }

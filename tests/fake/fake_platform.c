@@ -9,6 +9,7 @@
 #include <string.h>
 #include <zxsampler/object.h>
 
+#include "perfmon_core.h"
 #include "sampling.h"
 
 #define FAKE_PAGE 4096u
@@ -66,6 +67,7 @@ void fake_reset(void) {
   g_arms = g_disarms = 0;
   memset(g_threads, 0, sizeof(g_threads));
   pthread_mutex_unlock(&g_lock);
+  fake_perfmon_reset();
 }
 
 void fake_set_online_cpus(const uint32_t* cpus, uint32_t count) {
@@ -435,4 +437,108 @@ zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t pe
   if (t != NULL) t->period = period;
   pthread_mutex_unlock(&g_lock);
   return ZX_OK;
+}
+
+// --- perfmon ----------------------------------------------------------------------------------
+
+#define FAKE_MAX_BUFFERS FAKE_CPU_LIMIT
+
+static zx_status_t g_pm_access = ZX_OK;
+static bool g_pm_pmu, g_pm_lbr;
+static zx_status_t g_pm_fail_start = ZX_OK;
+static zxs_perfmon_run_t* g_pm_run;
+static uint32_t g_pm_starts, g_pm_stops;
+static uint64_t g_pm_totals[FAKE_MAX_BUFFERS][ZXS_PERFMON_MAX_NUM_EVENTS];
+static int64_t g_pm_stop_time = 2000;
+static int g_pm_state;  // the backend's state: run->backend points here while running
+
+void fake_perfmon_reset(void) {
+  g_pm_access = ZX_OK;
+  g_pm_pmu = g_pm_lbr = false;
+  g_pm_fail_start = ZX_OK;
+  g_pm_stop_time = 2000;
+  g_pm_starts = g_pm_stops = 0;
+}
+
+void fake_perfmon_set_access(zx_status_t status) { g_pm_access = status; }
+void fake_perfmon_set_pmu(bool pmu, bool last_branch) {
+  g_pm_pmu = pmu;
+  g_pm_lbr = last_branch;
+}
+void fake_perfmon_fail_next_start(zx_status_t status) { g_pm_fail_start = status; }
+zxs_perfmon_run_t* fake_perfmon_run(void) { return g_pm_run; }
+uint32_t fake_perfmon_starts(void) { return g_pm_starts; }
+uint32_t fake_perfmon_stops(void) { return g_pm_stops; }
+void fake_perfmon_set_stop_time(int64_t ticks) { g_pm_stop_time = ticks; }
+
+void fake_perfmon_set_total(uint32_t buffer, uint32_t event, uint64_t total) {
+  if (buffer < FAKE_MAX_BUFFERS && event < ZXS_PERFMON_MAX_NUM_EVENTS) {
+    g_pm_totals[buffer][event] = total;
+  }
+}
+
+bool fake_perfmon_fire(uint32_t buffer, const zxs_perfmon_sample_t* sample) {
+  if (g_pm_run == NULL) return false;
+  zxs_perfmon_core_sample(g_pm_run, buffer, sample);
+  return true;
+}
+
+void zxs_prim_perfmon_properties(zxs_perfmon_properties_t* p) {
+  if (g_pm_pmu) {
+    p->pm_version = 4;
+    p->max_num_fixed_events = 3;
+    p->max_fixed_counter_width = 48;
+    p->max_num_programmable_events = 8;
+    p->max_programmable_counter_width = 48;
+  }
+  p->max_num_misc_events = 7;
+  p->max_misc_counter_width = 64;
+  p->flags = g_pm_pmu && g_pm_lbr ? ZXS_PERFMON_PROPERTY_FLAG_HAS_LAST_BRANCH : 0;
+}
+
+zx_status_t zxs_prim_perfmon_check_access(void) { return g_pm_access; }
+
+zx_status_t zxs_prim_perfmon_event(uint16_t id, bool* counting) {
+  const unsigned unit = ZXS_PERFMON_EVENT_ID_UNIT(id), event = ZXS_PERFMON_EVENT_ID_EVENT(id);
+  *counting = true;
+  if (id == FAKE_PERFMON_VALUE_EVENT) {
+    *counting = false;
+    return ZX_OK;
+  }
+  if (unit == ZXS_PERFMON_UNIT_MISC && event >= ZXS_PERFMON_MISC_SOFTWARE_BASE &&
+      event <= ZXS_PERFMON_MISC_SOFTWARE_BASE + 6) {
+    return ZX_OK;
+  }
+  if ((unit == ZXS_PERFMON_UNIT_ARCH && event <= 6) ||
+      (unit == ZXS_PERFMON_UNIT_FIXED && event >= 1 && event <= 3)) {
+    return g_pm_pmu ? ZX_OK : ZX_ERR_NOT_SUPPORTED;
+  }
+  return ZX_ERR_INVALID_ARGS;
+}
+
+zx_status_t zxs_prim_perfmon_start(zxs_perfmon_run_t* run) {
+  if (g_pm_fail_start != ZX_OK) {
+    zx_status_t status = g_pm_fail_start;
+    g_pm_fail_start = ZX_OK;
+    return status;
+  }
+  memset(g_pm_totals, 0, sizeof(g_pm_totals));
+  run->backend = &g_pm_state;
+  g_pm_run = run;
+  g_pm_starts++;
+  return ZX_OK;
+}
+
+void zxs_prim_perfmon_stop(zxs_perfmon_run_t* run) {
+  for (uint32_t b = 0; b < run->buffer_count && b < FAKE_MAX_BUFFERS; b++) {
+    zxs_perfmon_core_final(run, b, g_pm_stop_time, g_pm_totals[b]);
+  }
+  run->backend = NULL;
+  g_pm_run = NULL;
+  g_pm_stops++;
+}
+
+void zxs_prim_perfmon_after_fork_child(zxs_perfmon_run_t* run) {
+  run->backend = NULL;
+  g_pm_run = NULL;
 }

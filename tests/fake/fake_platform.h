@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "frame_walk.h"
+#include "perfmon_core.h"
 #include "platform.h"
 
 // Back to defaults: CPUs 0..3 online, limit 8, clock 1000, no hooks, no injected failures.
@@ -50,5 +51,35 @@ void fake_fire_slot(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs
 zxs_thread_slot_t* fake_slot_of(uint64_t koid);
 // Live fake regions (created and not yet freed).
 uint32_t fake_live_regions(void);
+
+// --- The perfmon controller's backend ---------------------------------------------------------
+//
+// Events the fake collects: the misc unit's software events (counting); the arch and fixed
+// units' hardware events only with a PMU (fake_perfmon_set_pmu), else NOT_SUPPORTED;
+// FAKE_PERFMON_VALUE_EVENT, a value event (not counting); every other id is INVALID_ARGS.
+// Nothing fires by itself: a test fires samples and sets the totals stop reports.
+#define FAKE_PERFMON_VALUE_EVENT ZXS_PERFMON_EVENT_ID(ZXS_PERFMON_UNIT_MODEL, 7)
+
+// Back to defaults (also done by fake_reset): access allowed, no PMU, no last branch.
+void fake_perfmon_reset(void);
+// What zxs_prim_perfmon_check_access() answers.
+void fake_perfmon_set_access(zx_status_t status);
+// A PMU (hardware events collectable, pm_version 4, 3 fixed + 8 programmable counters of 48
+// bits), and last-branch records.
+void fake_perfmon_set_pmu(bool pmu, bool last_branch);
+// The next start fails with `status` (nothing runs).
+void fake_perfmon_fail_next_start(zx_status_t status);
+// The run while running (NULL otherwise), and how many starts and stops the backend saw.
+zxs_perfmon_run_t* fake_perfmon_run(void);
+uint32_t fake_perfmon_starts(void);
+uint32_t fake_perfmon_stops(void);
+// The total of event `event` (an index of the run's events) on buffer `buffer` that the next
+// stop reports; 0 unless set. Reset at each start.
+void fake_perfmon_set_total(uint32_t buffer, uint32_t event, uint64_t total);
+// Hands a sample to the core as the backend's collector would (only while running; returns
+// whether it did).
+bool fake_perfmon_fire(uint32_t buffer, const zxs_perfmon_sample_t* sample);
+// The time the final records carry.
+void fake_perfmon_set_stop_time(int64_t ticks);
 
 #endif  // ZXSAMPLER_TESTS_FAKE_FAKE_PLATFORM_H_

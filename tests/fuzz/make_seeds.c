@@ -3,7 +3,8 @@
 // for fuzz_sampler_api (fuzz_api_ops.h) that walk the sampler's life cycle. Run once; the
 // outputs are committed under tests/fuzz/corpus/.
 //
-//   make_seeds OUTDIR    # writes OUTDIR/region/, OUTDIR/trace/, OUTDIR/api/ (dirs must exist)
+//   make_seeds OUTDIR    # writes OUTDIR/region/, OUTDIR/trace/, OUTDIR/api/, OUTDIR/perfmon/
+//                        # (dirs must exist)
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <zxsampler/zxsampler.h>
 
 #include "fuzz_api_ops.h"
+#include "perfmon_records.h"
 
 static const char* g_out;
 
@@ -647,6 +649,102 @@ static void api_seeds(void) {
   save(&p, "restart-continues");
 }
 
+// --- perfmon buffer seeds ------------------------------------------------------------------------
+
+// A perfmon buffer: header then records; capture_end covers the records unless `end` says
+// otherwise (0: the records' end).
+typedef struct {
+  uint8_t b[2048];
+  size_t n;
+} pm_buf_t;
+
+static void pm_begin(pm_buf_t* p) {
+  memset(p, 0, sizeof(*p));
+  p->n = ZXS_PERFMON_BUFFER_HEADER_SIZE;
+}
+
+static void pm_header(pm_buf_t* p, uint16_t version, uint32_t flags, uint64_t end) {
+  const zxs_perfmon_buffer_header_t h = {.version = version,
+                                         .arch = ZXS_PERFMON_ARCH_X64,
+                                         .flags = flags,
+                                         .ticks_per_second = 1000000000,
+                                         .capture_end = end != 0 ? end : p->n};
+  zxs_perfmon_encode_header(p->b, &h);
+}
+
+static void pm_save(const pm_buf_t* p, const char* name) {
+  write_seed("perfmon", name, p->b, p->n);
+}
+
+static void perfmon_seeds(void) {
+  const uint16_t pf = ZXS_PERFMON_EVENT_ID(ZXS_PERFMON_UNIT_MISC, 0x402);
+  const uint16_t clock = ZXS_PERFMON_EVENT_ID(ZXS_PERFMON_UNIT_MISC, 0x400);
+  const uint16_t cycles = ZXS_PERFMON_EVENT_ID(ZXS_PERFMON_UNIT_ARCH, 0);
+  zxs_perfmon_last_branch_t br[3] = {{0x1000, 0x2000, 5}, {0x3000, 0x4000, 1u << 16}, {1, 2, 3}};
+  pm_buf_t p;
+  // A run's buffer: timebase samples with PCs and counts, a tick, branches, the final group.
+  pm_begin(&p);
+  for (int i = 0; i < 3; i++) {
+    p.n += zxs_perfmon_encode_time(p.b + p.n, 0, 1000 * (i + 1));
+    p.n += zxs_perfmon_encode_pc(p.b + p.n, clock, ((uint64_t)42 << 32) | 43, 0x401000u + i);
+    p.n += zxs_perfmon_encode_count(p.b + p.n, pf, 10u * i);
+    p.n += zxs_perfmon_encode_value(p.b + p.n, cycles, 7);
+  }
+  p.n += zxs_perfmon_encode_time(p.b + p.n, 0, 5000);
+  p.n += zxs_perfmon_encode_tick(p.b + p.n, cycles);
+  p.n += zxs_perfmon_encode_last_branch(p.b + p.n, cycles, 9, br, 3);
+  p.n += zxs_perfmon_encode_last_branch(p.b + p.n, cycles, 9, br, 0);
+  p.n += zxs_perfmon_encode_time(p.b + p.n, 0, 9000);
+  p.n += zxs_perfmon_encode_count(p.b + p.n, clock, 500);
+  p.n += zxs_perfmon_encode_count(p.b + p.n, pf, 4);
+  const size_t run_end = p.n;
+  pm_header(&p, 0, 0, 0);
+  pm_save(&p, "run");
+  // The same with bytes past capture_end (the rest of a buffer) and the FULL flag.
+  memset(p.b + p.n, 0xa5, 64);
+  p.n += 64;
+  pm_header(&p, 0, ZXS_PERFMON_BUFFER_FLAG_FULL, run_end);
+  pm_save(&p, "run-full-with-tail");
+  // Broken headers.
+  pm_begin(&p);
+  pm_header(&p, 0, 0, 0);
+  pm_save(&p, "empty");
+  pm_header(&p, 1, 0, 0);
+  pm_save(&p, "version-1");
+  pm_header(&p, 0, 0, 16);
+  pm_save(&p, "capture-end-in-header");
+  pm_header(&p, 0, 0, 4096);
+  pm_save(&p, "capture-end-past-buffer");
+  p.n += zxs_perfmon_encode_tick(p.b + p.n, pf);
+  pm_header(&p, 0, 0, p.n - 2);
+  pm_save(&p, "capture-end-unaligned");
+  p.n = 20;
+  pm_save(&p, "short-header");
+  // Broken records.
+  pm_begin(&p);
+  p.n += zxs_perfmon_encode_time(p.b + p.n, 0, 1);
+  p.n += zxs_perfmon_encode_pc(p.b + p.n, clock, 1, 2);
+  pm_header(&p, 0, 0, p.n - 8);
+  pm_save(&p, "pc-crosses-capture-end");
+  pm_begin(&p);
+  p.n += zxs_perfmon_encode_last_branch(p.b + p.n, cycles, 9, br, 3);
+  p.b[ZXS_PERFMON_BUFFER_HEADER_SIZE + 4] = 33;  // num_branches
+  pm_header(&p, 0, 0, 0);
+  pm_save(&p, "last-branch-33");
+  pm_begin(&p);
+  p.n += zxs_perfmon_encode_tick(p.b + p.n, pf);
+  p.b[p.n] = 0;  // a reserved record
+  p.n += 4;
+  pm_header(&p, 0, 0, 0);
+  pm_save(&p, "reserved-type");
+  pm_begin(&p);
+  p.n += zxs_perfmon_encode_count(p.b + p.n, pf, 3);
+  p.b[p.n] = 9;  // an unknown type
+  p.n += 4;
+  pm_header(&p, 0, 0, 0);
+  pm_save(&p, "unknown-type");
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s OUTDIR\n", argv[0]);
@@ -656,5 +754,6 @@ int main(int argc, char** argv) {
   region_seeds();
   trace_seeds();
   api_seeds();
+  perfmon_seeds();
   return 0;
 }

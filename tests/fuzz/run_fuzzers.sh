@@ -22,7 +22,8 @@ if [[ -z "${CC:-}" ]]; then
 fi
 
 # target name -> corpus directory
-declare -A corpus_of=([region_reader]=region [trace_reader]=trace [sampler_api]=api)
+declare -A corpus_of=([region_reader]=region [trace_reader]=trace [sampler_api]=api
+                      [perfmon_reader]=perfmon)
 
 mkdir -p "$build/cfg"
 # The configuration header meson would generate (sampling compiled in, no libunwind).
@@ -39,7 +40,7 @@ lib_sources=("$repo"/src/core/*.c "$repo/tests/fake/fake_platform.c")
 if [[ "${1:-}" == "--seeds" ]]; then
   "$CC" "${common[@]}" -fsanitize=address,undefined "$here/make_seeds.c" "${lib_sources[@]}" \
     -lpthread -o "$build/make_seeds"
-  for d in region trace api; do mkdir -p "$here/corpus/$d"; done
+  for d in region trace api perfmon; do mkdir -p "$here/corpus/$d"; done
   "$build/make_seeds" "$here/corpus"
   echo "seeds written under $here/corpus"
   exit 0
@@ -48,7 +49,7 @@ fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(region_reader trace_reader sampler_api)
+[[ ${#targets[@]} -eq 0 ]] && targets=(region_reader trace_reader sampler_api perfmon_reader)
 
 for t in "${targets[@]}"; do
   [[ -n "${corpus_of[$t]:-}" ]] || { echo "unknown target: $t" >&2; exit 2; }

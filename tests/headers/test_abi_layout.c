@@ -42,6 +42,30 @@ static void task_runtime_layouts(void** state) {
   assert_int_equal(offsetof(zx_info_task_runtime_v1_t, queue_time), 8);
 }
 
+// The FIDL structs of fuchsia.perfmon.cpu, as its C bindings lay them out, and its constants.
+static void perfmon_layouts(void** state) {
+  (void)state;
+  assert_int_equal(sizeof(zxs_perfmon_properties_t), 32);
+  assert_int_equal(offsetof(zxs_perfmon_properties_t, max_misc_counter_width), 16);
+  assert_int_equal(offsetof(zxs_perfmon_properties_t, flags), 24);
+  assert_int_equal(sizeof(zxs_perfmon_event_config_t), 12);
+  assert_int_equal(offsetof(zxs_perfmon_event_config_t, rate), 4);
+  assert_int_equal(offsetof(zxs_perfmon_event_config_t, flags), 8);
+  assert_int_equal(sizeof(zxs_perfmon_config_t), 32 * 12);
+  assert_int_equal(sizeof(zxs_perfmon_allocation_t), 8);
+  assert_int_equal(sizeof(zxs_perfmon_buffer_header_t), ZXS_PERFMON_BUFFER_HEADER_SIZE);
+  assert_int_equal(offsetof(zxs_perfmon_buffer_header_t, capture_end), 16);
+  assert_int_equal(ZXS_PERFMON_API_VERSION, 0);
+  assert_int_equal(ZXS_PERFMON_MAX_NUM_EVENTS, 32);
+  assert_int_equal(ZXS_PERFMON_EVENT_FLAG_COLLECT_OS, 1);
+  assert_int_equal(ZXS_PERFMON_EVENT_FLAG_COLLECT_USER, 2);
+  assert_int_equal(ZXS_PERFMON_EVENT_FLAG_COLLECT_PC, 4);
+  assert_int_equal(ZXS_PERFMON_EVENT_FLAG_IS_TIMEBASE, 8);
+  assert_int_equal(ZXS_PERFMON_EVENT_FLAG_COLLECT_LAST_BRANCH, 16);
+  assert_int_equal(ZXS_PERFMON_EVENT_ID(ZXS_PERFMON_UNIT_FIXED, 1), 0x1001);
+  assert_int_equal(ZX_OBJ_TYPE_CHANNEL, 4);
+}
+
 static void status_values(void** state) {
   (void)state;
   assert_int_equal(ZX_OK, 0);
@@ -72,6 +96,7 @@ int main(void) {
       cmocka_unit_test(config_layout),
       cmocka_unit_test(iob_layouts),
       cmocka_unit_test(task_runtime_layouts),
+      cmocka_unit_test(perfmon_layouts),
       cmocka_unit_test(status_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,85 @@
+// VMOs over regions, and the mapping rules shared with the sampler's IOBuffer.
+#include "vmo.h"
+
+#include <stdlib.h>
+#include <zxsampler/object.h>
+
+#include "config.h"
+
+static void vmo_destroy(zxs_object_t* obj) {
+  zxs_vmo_obj_t* vmo = (zxs_vmo_obj_t*)obj;
+  zxs_prim_region_destroy(&vmo->region);
+  free(vmo);
+}
+
+static const zxs_object_ops_t g_vmo_ops = {.on_last_handle = NULL, .destroy = vmo_destroy};
+
+zx_status_t zxs_vmo_create(size_t size, zx_rights_t rights, zx_handle_t* out, zxs_vmo_obj_t** obj) {
+  *out = ZX_HANDLE_INVALID;
+  zxs_prim_caps_t caps;
+  zxs_prim_get_caps(&caps);
+  zxs_vmo_obj_t* vmo = calloc(1, sizeof(*vmo));
+  if (vmo == NULL) return ZX_ERR_NO_MEMORY;
+  if (size == 0 || size > SIZE_MAX - caps.page_size ||
+      zxs_prim_region_create(zxs_round_up_to_page(size, caps.page_size), &vmo->region) != ZX_OK) {
+    free(vmo);
+    return ZX_ERR_NO_MEMORY;
+  }
+  zxs_object_init(&vmo->base, ZX_OBJ_TYPE_VMO, zxs_koid_next(), &g_vmo_ops);
+  zx_status_t status = zxs_handle_make(&vmo->base, rights, out);
+  if (status != ZX_OK) {
+    vmo_destroy(&vmo->base);
+    return status;
+  }
+  *obj = vmo;
+  return ZX_OK;
+}
+
+zx_status_t zxs_map_region(const zxs_prim_region_t* region, zx_vm_option_t options,
+                           size_t vmar_offset, uint64_t region_offset, size_t region_len,
+                           zx_vaddr_t* mapped_addr) {
+  zxs_prim_caps_t caps;
+  zxs_prim_get_caps(&caps);
+  const uint64_t page_mask = caps.page_size - 1;
+  if ((options & (ZX_VM_PERM_WRITE | ZX_VM_PERM_EXECUTE)) != 0) return ZX_ERR_ACCESS_DENIED;
+  if (options != ZX_VM_PERM_READ || vmar_offset != 0 || mapped_addr == NULL || region_len == 0 ||
+      (region_len & page_mask) != 0 || (region_offset & page_mask) != 0) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  if (region_offset > region->size || region_len > region->size - region_offset) {
+    return ZX_ERR_OUT_OF_RANGE;
+  }
+  void* addr;
+  zx_status_t status =
+      zxs_prim_region_map_readonly(region, (size_t)region_offset, region_len, &addr);
+  if (status == ZX_OK) *mapped_addr = (zx_vaddr_t)addr;
+  return status;
+}
+
+zx_status_t zxs_vmar_map(zx_handle_t vmar, zx_vm_option_t options, size_t vmar_offset,
+                         zx_handle_t vmo, uint64_t vmo_offset, size_t len,
+                         zx_vaddr_t* mapped_addr) {
+  zxs_object_t* obj;
+  zx_status_t status = zxs_handle_get(vmar, ZX_OBJ_TYPE_VMAR, ZX_RIGHT_NONE, &obj, NULL);
+  if (status != ZX_OK) return status;
+  zxs_object_release(obj);
+  status = zxs_handle_get(vmo, ZX_OBJ_TYPE_VMO, ZX_RIGHT_MAP | ZX_RIGHT_READ, &obj, NULL);
+  if (status != ZX_OK) return status;
+  status = zxs_map_region(&((zxs_vmo_obj_t*)obj)->region, options, vmar_offset, vmo_offset, len,
+                          mapped_addr);
+  zxs_object_release(obj);
+  return status;
+}
+
+zx_status_t zxs_vmo_get_size(zx_handle_t vmo, uint64_t* size) {
+  zxs_object_t* obj;
+  zx_status_t status = zxs_handle_get(vmo, ZX_OBJ_TYPE_VMO, ZX_RIGHT_NONE, &obj, NULL);
+  if (status != ZX_OK) return status;
+  if (size == NULL) {
+    status = ZX_ERR_INVALID_ARGS;
+  } else {
+    *size = ((zxs_vmo_obj_t*)obj)->region.size;
+  }
+  zxs_object_release(obj);
+  return status;
+}
