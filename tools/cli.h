@@ -10,13 +10,19 @@
 // The name messages start with.
 #define ZXSAMPLER_PROG "zxsampler"
 
-// Prints "zxsampler: <message>" and the command's usage to stderr; returns the usage status 2.
-static inline int cli_fail_usage(void (*usage)(FILE*), const char* format, const char* arg) {
-  fprintf(stderr, "%s: ", ZXSAMPLER_PROG);
+// Prints "PROG: <message>" and the command's usage to stderr; returns the usage status 2.
+static inline int cli_fail_usage_as(const char* prog, void (*usage)(FILE*), const char* format,
+                                    const char* arg) {
+  fprintf(stderr, "%s: ", prog);
   fprintf(stderr, format, arg);
   fprintf(stderr, "\n\n");
   usage(stderr);
   return 2;
+}
+
+// The same, as "zxsampler: <message>".
+static inline int cli_fail_usage(void (*usage)(FILE*), const char* format, const char* arg) {
+  return cli_fail_usage_as(ZXSAMPLER_PROG, usage, format, arg);
 }
 
 // A decimal integer in [1, max].

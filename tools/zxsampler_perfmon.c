@@ -35,6 +35,8 @@
 #include <zxsampler/profiler.h>
 #include <zxsampler/sampler.h>
 
+#include "cli.h"
+
 #define OS_USER (ZXS_PERFMON_EVENT_FLAG_COLLECT_OS | ZXS_PERFMON_EVENT_FLAG_COLLECT_USER)
 #define DEFAULT_STAT_EVENTS "cpu-clock,context-switches,cpu-migrations,page-faults"
 #define DEFAULT_RECORD_EVENT "cpu-clock@1000000"
@@ -100,11 +102,7 @@ static void usage_record(FILE* out) {
 }
 
 static int fail_usage(void (*usage)(FILE*), const char* format, const char* arg) {
-  fprintf(stderr, "%s: ", g_prog);
-  fprintf(stderr, format, arg);
-  fprintf(stderr, "\n\n");
-  usage(stderr);
-  return 2;
+  return cli_fail_usage_as(g_prog, usage, format, arg);
 }
 
 // --- Events -------------------------------------------------------------------------------------
@@ -1136,7 +1134,7 @@ static int record_command(int argc, char** argv) {
   const char* list = DEFAULT_RECORD_EVENT;
   const char* output = "zxsampler-perfmon.fxt";
   zxs_profile_format_t format = ZXS_FORMAT_FXT;
-  long buffer_mb = 16;
+  long long buffer_mb = 16;
   int opt;
   optind = 1;
   while ((opt = getopt_long(argc, argv, "+e:o:f:b:h", options, NULL)) != -1) {
@@ -1152,14 +1150,11 @@ static int record_command(int argc, char** argv) {
           return fail_usage(usage_record, "unknown format '%s'", optarg);
         }
         break;
-      case 'b': {
-        char* end;
-        buffer_mb = strtol(optarg, &end, 10);
-        if (end == optarg || *end != '\0' || buffer_mb < 1 || buffer_mb > 256) {
+      case 'b':
+        if (!cli_parse_positive(optarg, 256, &buffer_mb)) {
           return fail_usage(usage_record, "--buffer takes MiB from 1 to 256, not '%s'", optarg);
         }
         break;
-      }
       case 'h':
         usage_record(stdout);
         return 0;

@@ -30,28 +30,8 @@ pm() { "$ZXS" perfmon "$@"; }
 N=50000      # pages for stat (200 MiB with 4 KiB pages)
 NREC=20000   # pages for record page-faults@1
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/zxs-perfmon.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-chmod 755 "$T"
-
-failures=0
-checks=0
-pass() { checks=$((checks + 1)); }
-fail() {
-  checks=$((checks + 1))
-  failures=$((failures + 1))
-  echo "FAIL: $*" >&2
-}
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then pass; else fail "$what"; fi
-}
-finish() {
-  echo "$checks checks, $failures failed"
-  [ "$failures" -eq 0 ]
-  exit $?
-}
+# shellcheck source=check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
 within() {  # within A B PERCENT: |A - B| <= PERCENT% of B
   awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 100 <= p * b) }'
 }
@@ -90,7 +70,7 @@ if [ "$probe" -ne 0 ]; then
     grep -q "perf_event_paranoid" "$T/probe.err"
   echo "SKIP: this process may not monitor every CPU (euid $(id -u), perf_event_paranoid" \
        "$paranoid): $(cat "$T/probe.err")"
-  [ "$failures" -eq 0 ] || finish
+  [ "$failures" -eq 0 ] || { finish; exit 1; }
   exit 77
 fi
 if [ "$(id -u)" -eq 0 ] && [ "$paranoid" -gt 0 ] && [ -x /usr/bin/setpriv ]; then
