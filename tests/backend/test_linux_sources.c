@@ -1234,6 +1234,14 @@ static void (*volatile g_marker_spin)(int64_t) = marker_spin;
 
 // The kernel walks the frame pointers: samples of a thread spinning in marker_spin have it on
 // their stack (so more frames than the PC alone), and no PC is 0.
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 static void test_ring_stack(void** state) {
   (void)state;
   if (!use_source("perf-ring")) {
@@ -1247,7 +1255,14 @@ static void test_ring_stack(void** state) {
   print_message("%llu samples, %llu with marker_spin on the stack\n", (unsigned long long)n,
                 (unsigned long long)in);
   assert_true(n >= 50);
+#if defined(UNDER_TSAN)
+  // busy() reads the CPU clock through TSan's interceptor, a runtime built without frame
+  // pointers: samples taken there cannot be walked back to marker_spin (82% made it in one CI
+  // run, against 100% without TSan).
+  assert_true(in * 10 >= n * 6);
+#else
   assert_true(in * 10 >= n * 9);
+#endif
   assert_clean(0);
 }
 
