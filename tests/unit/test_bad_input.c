@@ -1310,6 +1310,10 @@ static bool check_row(int id) {
       for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) signal(faults[i], SIG_DFL);
       // Poison freed memory, so a use-after-free misbehaves in plain builds too.
       mallopt(M_PERTURB, 0xa5);
+      // The child's own baseline: fork forgets the parent's thread handles (a cached
+      // zx_thread_self() would name the parent's thread), so this thread's is made first.
+      (void)zxs_thread_self();
+      g_baseline = live_handles();
       if (!fixture_setup(&g_f)) {
         fprintf(stderr, "row %s: %s\n", r->name, g_note);
         _exit(3);
