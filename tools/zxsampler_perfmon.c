@@ -422,7 +422,9 @@ typedef struct {
   pid_t pid;
   int wstatus;
   bool exec_failed;
-  uint64_t exec_ns;    // CLOCK_MONOTONIC when its exec took over (its close-on-exec files closed)
+  uint64_t exec_ns;    // CLOCK_MONOTONIC when its exec took over: the kernel's COMM_EXEC
+                       // record's time, else when its close-on-exec files were seen closed
+  bool exec_exact;     // exec_ns is the kernel's
   side_ring_t* rings;  // the side band, one per CPU; NULL: none (then /proc is read)
   uint32_t ring_count;
   bool lost;  // the side band lost records
@@ -547,6 +549,7 @@ static bool track_open(child_t* c) {
     attr.sample_id_all = 1;
     attr.mmap = 1;  // executable mappings: one per module is enough to place it
     attr.comm = 1;
+    attr.comm_exec = 1;  // marks the COMM of an exec: the program's start, timed
     attr.task = 1;
     attr.exclude_kernel = 1;
     attr.use_clockid = 1;
@@ -611,7 +614,13 @@ static void track_drain_ring(child_t* c, side_ring_t* r) {
       const char* file = record_string(rec, hdr.size, 40);
       if (file[0] == '/') add_mapping(c, addr, len, pgoff, file);
     } else if (hdr.type == PERF_RECORD_COMM && hdr.size >= 16 && pid == (uint32_t)c->pid) {
-      const char* name = record_string(rec, hdr.size, 16);  // {pid, tid, comm}
+      const char* name = record_string(rec, hdr.size, 16);  // {pid, tid, comm, sample_id}
+      if ((hdr.misc & PERF_RECORD_MISC_COMM_EXEC) != 0 && !c->exec_exact && hdr.size >= 32) {
+        // The first exec: sample_id ends with the time. Seeing the pipe close came later,
+        // after the program may have run for a while.
+        memcpy(&c->exec_ns, rec + hdr.size - 8, 8);
+        c->exec_exact = true;
+      }
       if (tid == pid) snprintf(c->comm, sizeof(c->comm), "%.31s", name);
       note_thread(c, (int)tid, name, true);
     } else if (hdr.type == PERF_RECORD_FORK && hdr.size >= 24 && pid == (uint32_t)c->pid) {
@@ -1237,7 +1246,9 @@ static int record_command(int argc, char** argv) {
     } else {
       fprintf(stderr, "%s: %zu samples of every process written to %s", g_prog, pcs.count, output);
     }
-    fprintf(stderr, "%s\n", full ? "; some were dropped: a buffer was full" : "");
+    fprintf(stderr, "%s\n", full ? "; some were lost: a buffer was full, or the kernel gave them to another "
+                                 "CPU-wide perf session"
+                               : "");
     if (program != NULL && child.map_count == 0) {
       fprintf(stderr, "%s: could not read the program's modules: its PCs stay unnamed\n", g_prog);
     }
