@@ -1246,9 +1246,10 @@ static int record_command(int argc, char** argv) {
     } else {
       fprintf(stderr, "%s: %zu samples of every process written to %s", g_prog, pcs.count, output);
     }
-    fprintf(stderr, "%s\n", full ? "; some were lost: a buffer was full, or the kernel gave them to another "
-                                 "CPU-wide perf session"
-                               : "");
+    fprintf(stderr, "%s\n",
+            full ? "; some were lost: a buffer was full, or the kernel gave them to another "
+                   "CPU-wide perf session"
+                 : "");
     if (program != NULL && child.map_count == 0) {
       fprintf(stderr, "%s: could not read the program's modules: its PCs stay unnamed\n", g_prog);
     }

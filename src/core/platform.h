@@ -22,12 +22,15 @@
 typedef struct zxs_thread_slot zxs_thread_slot_t;
 
 typedef struct zxs_prim_caps {
-  const char* name;                 // "linux", "macos", "fuchsia", "fake"
-  size_t page_size;                 // regions are rounded to this
-  uint32_t cpu_number_limit;        // every CPU number the platform reports is below this
-  bool has_cpu_attribution;         // zxs_prim_current_cpu() names the CPU a thread runs on
-  bool can_interrupt_other_thread;  // attach works for threads other than the caller
-  zx_duration_t timer_resolution;   // finest period the default source honours
+  const char* name;           // "linux", "macos", "fuchsia", "fake"
+  size_t page_size;           // regions are rounded to this
+  uint32_t cpu_number_limit;  // every CPU number the platform reports is below this
+  // zxs_prim_current_cpu() names the CPU a thread runs on. Without it the core puts a sample
+  // in the region sampling.h's ZXS_CPU_UNKNOWN rule names.
+  bool has_cpu_attribution;
+  // A source can sample a thread other than the one that attached it; without it attaching
+  // another thread is ZX_ERR_NOT_SUPPORTED.
+  bool can_interrupt_other_thread;
 } zxs_prim_caps_t;
 
 // Fills *caps; cheap after the first call. Thread-safe.
@@ -53,8 +56,9 @@ typedef struct zxs_prim_region {
   intptr_t native;  // backend's handle for it (memfd, VMO...)
 } zxs_prim_region_t;
 
-// Creates a zero-filled region of `size` bytes (page-rounded by the caller).
-// ZX_ERR_NO_MEMORY on failure.
+// Creates a zero-filled region of `size` bytes (page-rounded by the caller). ZX_ERR_NO_MEMORY,
+// or ZX_ERR_NO_RESOURCES when the platform is out of handles (descriptors); create passes the
+// status on.
 zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out);
 // Releases the writable mapping and the backend's handle. Read-only mappings made from the
 // region stay valid until unmapped.
@@ -111,8 +115,11 @@ zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out);
 zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out);
 
 // --- Sampling sources -------------------------------------------------------------------------
-// A source interrupts one attached thread about once per `period` of that thread's CPU time and,
-// in the interrupted context, calls zxs_core_sample(slot, &regs).
+// A source interrupts one attached thread about once per `period` of that thread's CPU time and
+// hands its context to the core through one of the sampling entries of sampling.h: in the
+// interrupted context (zxs_core_sample), from a copy the kernel made (zxs_core_sample_copy), or
+// from a sampler thread with the thread suspended (zxs_core_sample_suspended). A source that
+// cannot honour `period` raises it and says so in slot->period (get_stats' effective period).
 
 // Once per process, before the first arm: installs handlers. Idempotent.
 zx_status_t zxs_prim_sampling_init(void);
@@ -125,15 +132,14 @@ void zxs_prim_sampling_flush(void);
 // Sets slot->source_kind. ZX_ERR_NO_RESOURCES when no source could be created.
 zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period);
 // Disarms: after it returns the source fires no more. A handler already running may still be
-// in flight; the per-CPU protocol waits for it.
+// in flight; the per-CPU protocol waits for it. A backend whose source suspends the thread (a
+// sampler thread: suspend, read, walk, resume) returns only once no suspension of this thread
+// is in flight: the thread is running again and will not be suspended for this slot.
 void zxs_prim_source_disarm(zxs_thread_slot_t* slot);
 // In the child of a fork (one thread, a copy of the parent's memory): forgets every source
 // without touching what it shares with the parent (perf events are shared: closing the
 // child's descriptors must not disable them) and resets each slot's backend state.
 void zxs_prim_after_fork_child(void);
-// Changes the period of an armed source (throttling). [signal-safe] where the backend allows,
-// else returns ZX_ERR_NOT_SUPPORTED from signal context and the core keeps the old period.
-zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t period);
 
 // --- CPU performance monitor (perfmon.h) ---------------------------------------------------------
 // The core checks the protocol and writes the records (perfmon_core.h); the backend collects.

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "frame_walk.h"
+#include "percpu_state.h"
 #include "platform.h"
 
 #define ZXS_MAX_THREADS 4096u
@@ -46,6 +47,13 @@ struct zxs_thread_slot {
   _Alignas(16) unsigned char backend[128];
 };
 
+// A sample's CPU when the platform cannot tell which CPU the thread ran on (macOS, and any
+// platform whose caps say !has_cpu_attribution): the sample goes to the region of CPU
+// `slot->index % cpu_number_limit`, so one thread's samples stay in one region in time order and
+// threads spread over the regions. Such a platform reports every CPU below cpu_number_limit
+// online, so each has a region.
+#define ZXS_CPU_UNKNOWN UINT32_MAX
+
 // [signal-safe] Takes one sample of the calling context for `slot`, whose source was armed when
 // the slot's attach_gen was `attach_gen`: begins a write on the current CPU's state (the
 // per-CPU protocol), checks the slot is still that attachment of that session, walks the stack
@@ -61,6 +69,15 @@ void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t
                           uint64_t ticks, const zxs_regs_t* regs, const void* stack,
                           size_t stack_len);
 
+// [signal-safe] Takes one sample of a thread that a sampler thread has suspended (macOS:
+// thread_suspend, thread_get_state): as zxs_core_sample, but the context is `regs` of the
+// suspended thread, the walk reads its live stack within the slot's bounds, and the record goes
+// to `cpu`'s region (ZXS_CPU_UNKNOWN: the rule above). The caller resumes the thread after this
+// returns; nothing here allocates, locks or calls into the loader, which the suspended thread
+// may hold.
+void zxs_core_sample_suspended(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
+                               const zxs_regs_t* regs);
+
 // Counts `n` samples the backend's source took on `cpu` but lost before they reached a region
 // (a kernel buffer overflowed) as dropped_other, while writes are enabled. [signal-safe]
 void zxs_core_count_dropped(uint32_t cpu, uint64_t n);
@@ -72,6 +89,10 @@ zxs_thread_slot_t* zxs_core_slot(uint32_t index);
 // [signal-safe] Bookkeeping for backends.
 void zxs_core_count_overruns(zxs_thread_slot_t* slot, uint64_t n);
 void zxs_core_count_throttled(zxs_thread_slot_t* slot);
+
+// The per-CPU states, indexed by CPU number (allocated once, never freed), and their count.
+// Called under the session lock; the sampling path reads the table without it.
+zxs_percpu_t* zxs_percpu_states(uint32_t* count);
 
 // Called (by the backend's thread-exit hook) when a thread is exiting: detaches it from the
 // session, disarms its source and frees its slot.

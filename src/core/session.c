@@ -221,11 +221,15 @@ static zx_status_t new_session(const zx_sampler_config_t* config, zxs_session_t*
     return ZX_ERR_NO_MEMORY;
   }
   s->cpus = calloc(caps.cpu_number_limit, sizeof(uint32_t));
-  if (s->cpus == NULL ||
-      zxs_prim_online_cpus(s->cpus, caps.cpu_number_limit, &s->region_count) != ZX_OK ||
-      s->region_count == 0) {
+  if (s->cpus == NULL) {
     free_session_memory(s);
     return ZX_ERR_NO_MEMORY;
+  }
+  zx_status_t status = zxs_prim_online_cpus(s->cpus, caps.cpu_number_limit, &s->region_count);
+  if (status != ZX_OK || s->region_count == 0) {
+    // The platform broke its own promise (cpu_number_limit, at least one CPU).
+    free_session_memory(s);
+    return ZX_ERR_INTERNAL;
   }
   s->regions = calloc(s->region_count, sizeof(*s->regions));
   s->region_koids = calloc(s->region_count, sizeof(*s->region_koids));
@@ -235,10 +239,11 @@ static zx_status_t new_session(const zx_sampler_config_t* config, zxs_session_t*
   }
   const size_t size = zxs_round_up_to_page(config->buffer_size, caps.page_size);
   for (uint32_t i = 0; i < s->region_count; i++) {
-    if (zxs_prim_region_create(size, &s->regions[i]) != ZX_OK) {
+    status = zxs_prim_region_create(size, &s->regions[i]);
+    if (status != ZX_OK) {  // the backend's status: NO_MEMORY, NO_RESOURCES (descriptors)...
       for (uint32_t j = 0; j < i; j++) zxs_prim_region_destroy(&s->regions[j]);
       free_session_memory(s);
-      return ZX_ERR_NO_MEMORY;
+      return status;
     }
     s->region_koids[i] = zxs_koid_next();
   }
@@ -306,13 +311,18 @@ zx_status_t zxs_sampler_attach(zx_handle_t iob, zx_handle_t thread) {
   status = lock_session(iob, ZX_RIGHT_APPLY_PROFILE, &s);
   if (status != ZX_OK) return status;
   reap_exited(s);
+  zxs_prim_caps_t caps;
+  zxs_prim_get_caps(&caps);
+  zxs_prim_thread_t self;
+  const bool other = zxs_prim_thread_self(&self) != ZX_OK || self.koid != info.koid;
   if (!zxs_prim_thread_alive(&info)) {
     status = ZX_ERR_BAD_STATE;
+  } else if (other && !caps.can_interrupt_other_thread) {
+    status = ZX_ERR_NOT_SUPPORTED;  // this platform samples only the thread that attaches
   } else if (zxs_slot_find(info.koid, s->gen) == NULL) {
     zxs_thread_slot_t* slot =
         zxs_slot_attach(&info, zxs_prim_process_koid(), s->gen, s->config.period);
-    zxs_prim_thread_t self;
-    if (slot != NULL && zxs_prim_thread_self(&self) == ZX_OK && self.koid != info.koid) {
+    if (slot != NULL && other) {
       // Nothing runs on another thread when it exits: the backend watches it (where it can;
       // otherwise it is reaped at the next call).
       (void)zxs_prim_watch_thread_exit(&info);

@@ -16,7 +16,4 @@ void zxs_slot_free(zxs_thread_slot_t* slot);
 // Iteration: the next ATTACHED slot of the session after `prev` (NULL starts), or NULL.
 zxs_thread_slot_t* zxs_slot_next(uint32_t session_gen, zxs_thread_slot_t* prev);
 
-// The per-CPU states, indexed by CPU number (allocated once, never freed), and their count.
-zxs_percpu_t* zxs_percpu_states(uint32_t* count);
-
 #endif  // ZXSAMPLER_SRC_CORE_THREAD_TABLE_H_

@@ -330,9 +330,7 @@ static void test_caps(void** state) {
   assert_true(caps.cpu_number_limit >= (uint32_t)sysconf(_SC_NPROCESSORS_ONLN));
   assert_true(caps.has_cpu_attribution);
   assert_true(caps.can_interrupt_other_thread);
-  assert_true(caps.timer_resolution >= ZXS_LINUX_PERF_MIN_PERIOD);
-  print_message("caps: cpu_number_limit=%u timer_resolution=%lld ns (perf %s)\n",
-                caps.cpu_number_limit, (long long)caps.timer_resolution,
+  print_message("caps: cpu_number_limit=%u (perf %s)\n", caps.cpu_number_limit,
                 zxs_linux_perf_available() ? "available" : "unavailable");
 }
 
@@ -1143,20 +1141,6 @@ static void test_perf_throttle(void** state) {
   assert_true(n > 0);
   assert_true(sampled < 2 * base);  // real progress: at least half speed
   assert_clean(5);
-
-  // set_period: raised to the floor again (and counted), or taken as is.
-  assert_int_equal(zxs_prim_source_arm(slot, 5000000), ZX_OK);
-  assert_int_equal(atomic_load(&slot->period), 5000000);
-  assert_int_equal(zxs_prim_source_set_period(slot, 2000000), ZX_OK);
-  assert_int_equal(atomic_load(&slot->period), 2000000);
-  const uint64_t throttled = atomic_load(&slot->throttled);
-  assert_int_equal(zxs_prim_source_set_period(slot, ZX_SAMPLER_MIN_PERIOD), ZX_OK);
-  assert_int_equal(atomic_load(&slot->period), c.floor);
-  if (c.floor > ZX_SAMPLER_MIN_PERIOD) {
-    assert_int_equal(atomic_load(&slot->throttled), throttled + 1);
-  }
-  zxs_prim_source_disarm(slot);
-  assert_int_equal(zxs_prim_source_set_period(slot, 2000000), ZX_ERR_BAD_STATE);
 }
 
 // The timer source cannot go below a tick: raised to it, which is resolution, not throttling.
@@ -1169,8 +1153,6 @@ static void test_cputimer_resolution(void** state) {
   assert_int_equal(zxs_prim_source_arm(slot, ZX_SAMPLER_MIN_PERIOD), ZX_OK);
   assert_int_equal(atomic_load(&slot->period), zxs_linux_cputimer_resolution());
   assert_int_equal(atomic_load(&slot->throttled), 0);
-  assert_int_equal(zxs_prim_source_set_period(slot, 3 * zxs_linux_cputimer_resolution()), ZX_OK);
-  assert_int_equal(atomic_load(&slot->period), 3 * zxs_linux_cputimer_resolution());
   busy(50000000);
   zxs_prim_source_disarm(slot);
   assert_clean(5);

@@ -42,6 +42,8 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t g_online[FAKE_CPU_LIMIT];
 static uint32_t g_online_count;
 static _Atomic uint32_t g_cpu;
+static _Atomic bool g_cpu_attribution = true;
+static _Atomic bool g_other_threads = true;
 static _Atomic uint64_t g_ticks;
 static void (*g_relax_hook)(void*, uint64_t);
 static void* g_relax_ctx;
@@ -59,6 +61,8 @@ void fake_reset(void) {
   for (uint32_t i = 0; i < 4; i++) g_online[i] = i;
   g_online_count = 4;
   atomic_store(&g_cpu, 0);
+  atomic_store(&g_cpu_attribution, true);
+  atomic_store(&g_other_threads, true);
   atomic_store(&g_ticks, 1000);
   g_relax_hook = NULL;
   g_relax_ctx = NULL;
@@ -179,6 +183,21 @@ void fake_fire_slot(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs
   zxs_core_sample(slot, attach_gen, regs);
 }
 
+void fake_set_caps(bool cpu_attribution, bool other_threads) {
+  atomic_store(&g_cpu_attribution, cpu_attribution);
+  atomic_store(&g_other_threads, other_threads);
+}
+
+bool fake_fire_suspended(uint64_t koid, uint32_t cpu, const zxs_regs_t* regs) {
+  pthread_mutex_lock(&g_lock);
+  fake_thread_t* t = thread_rec(koid);
+  zxs_thread_slot_t* slot = (t != NULL && t->armed) ? t->slot : NULL;
+  pthread_mutex_unlock(&g_lock);
+  if (slot == NULL) return false;
+  zxs_core_sample_suspended(slot, atomic_load(&slot->attach_gen), cpu, regs);
+  return true;
+}
+
 uint32_t fake_live_regions(void) {
   uint32_t n = 0;
   pthread_mutex_lock(&g_lock);
@@ -193,9 +212,8 @@ void zxs_prim_get_caps(zxs_prim_caps_t* caps) {
   caps->name = "fake";
   caps->page_size = FAKE_PAGE;
   caps->cpu_number_limit = FAKE_CPU_LIMIT;
-  caps->has_cpu_attribution = true;
-  caps->can_interrupt_other_thread = true;
-  caps->timer_resolution = 1;
+  caps->has_cpu_attribution = atomic_load(&g_cpu_attribution);
+  caps->can_interrupt_other_thread = atomic_load(&g_other_threads);
 }
 
 zx_status_t zxs_prim_online_cpus(uint32_t* cpus, uint32_t max, uint32_t* count) {

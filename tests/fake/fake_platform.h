@@ -47,6 +47,12 @@ uint32_t fake_disarm_count(void);
 bool fake_fire(uint64_t koid, const zxs_regs_t* regs);
 // A late signal: calls zxs_core_sample() for the slot with the generation it carried.
 void fake_fire_slot(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs_t* regs);
+// What zxs_prim_get_caps() says (both true after fake_reset): whether the platform names the
+// CPU a thread runs on, and whether it can sample threads other than the attaching one.
+void fake_set_caps(bool cpu_attribution, bool other_threads);
+// A sampler thread's tick (macOS): calls zxs_core_sample_suspended() for the armed source of
+// `koid` with `regs` as read from the suspended thread, into `cpu` (or ZXS_CPU_UNKNOWN).
+bool fake_fire_suspended(uint64_t koid, uint32_t cpu, const zxs_regs_t* regs);
 // The slot most recently armed for `koid` (NULL if never).
 zxs_thread_slot_t* fake_slot_of(uint64_t koid);
 // Live fake regions (created and not yet freed).

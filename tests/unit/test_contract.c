@@ -400,6 +400,80 @@ static void sample_on_cpu_without_region_is_counted(void** state) {
   zxs_handle_close(iob);
 }
 
+// Records in region `index` of `iob` (mapped, counted, unmapped).
+static size_t region_records(zx_handle_t iob, uint32_t index) {
+  zx_vaddr_t addr;
+  assert_int_equal(
+      zxs_vmar_map_iob(zxs_vmar_root_self(), ZX_VM_PERM_READ, 0, iob, index, 0, 8192, &addr),
+      ZX_OK);
+  const size_t n = count_records((const uint64_t*)addr, 8192);
+  assert_int_equal(zxs_vmar_unmap(zxs_vmar_root_self(), addr, 8192), ZX_OK);
+  return n;
+}
+
+// A sampler thread (macOS) samples a suspended thread through zxs_core_sample_suspended: the
+// live stack is walked as in the thread itself, into the CPU the backend names, or, when it
+// cannot name one, into the slot's region (index modulo the CPU count).
+static void sampler_thread_entry_and_unknown_cpu(void** state) {
+  (void)state;
+  if (!zxs_sampler_compiled_in()) skip();
+  const uint32_t cpus[] = {0, 1, 2, 3, 4, 5, 6, 7};
+  fake_set_online_cpus(cpus, 8);
+  zxs_regs_t regs = crafted_regs();
+  zx_handle_t iob = create_ok();
+  assert_int_equal(zxs_sampler_attach(iob, zxs_thread_self()), ZX_OK);
+  const uint64_t koid = fake_self_koid();
+  assert_false(fake_fire_suspended(koid, 3, &regs));  // not running: not armed
+  assert_int_equal(zxs_sampler_start(iob), ZX_OK);
+  fake_set_current_cpu(5);  // the sampler thread's CPU: not where the sample goes
+  assert_true(fake_fire_suspended(koid, 3, &regs));
+  assert_true(fake_fire_suspended(koid, ZXS_CPU_UNKNOWN, &regs));
+  assert_true(fake_fire_suspended(koid, ZXS_CPU_UNKNOWN, &regs));
+  assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
+  // A tick that was in flight at stop (the sampler read the slot before stop) writes nothing.
+  zxs_thread_slot_t* slot = fake_slot_of(koid);
+  zxs_core_sample_suspended(slot, atomic_load(&slot->attach_gen), 3, &regs);
+  const uint32_t own = slot->index % 8;
+  assert_int_equal(region_records(iob, 3), own == 3 ? 3 : 1);
+  if (own != 3) assert_int_equal(region_records(iob, own), 2);
+  assert_int_equal(region_records(iob, 5), own == 5 ? 2 : 0);
+  zxs_sampler_stats_t stats;
+  assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
+  assert_int_equal(stats.samples_written, 3);
+  assert_int_equal(stats.walks_truncated, 0);
+  zxs_handle_close(iob);
+}
+
+// The core reads the platform's capabilities: without CPU attribution an interrupt's sample
+// goes by the same rule; without interrupting other threads, attaching one is NOT_SUPPORTED.
+static void platform_capabilities_are_honoured(void** state) {
+  (void)state;
+  if (!zxs_sampler_compiled_in()) skip();
+  const uint32_t cpus[] = {0, 1, 2, 3, 4, 5, 6, 7};
+  fake_set_online_cpus(cpus, 8);
+  fake_set_caps(false, false);
+  zxs_regs_t regs = crafted_regs();
+  zx_handle_t iob = create_ok();
+  pthread_t other = (pthread_t)0x4322;
+  fake_register_thread(other, 6667, true);
+  zx_handle_t thread;
+  assert_int_equal(zxs_thread_get(other, &thread), ZX_OK);
+  assert_int_equal(zxs_sampler_attach(iob, thread), ZX_ERR_NOT_SUPPORTED);
+  assert_int_equal(zxs_sampler_attach(iob, zxs_thread_self()), ZX_OK);
+  assert_int_equal(zxs_sampler_start(iob), ZX_OK);
+  const uint32_t own = fake_slot_of(fake_self_koid())->index % 8;
+  fake_set_current_cpu((own + 1) % 8);
+  assert_true(fake_fire(fake_self_koid(), &regs));
+  assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
+  assert_int_equal(region_records(iob, own), 1);
+  assert_int_equal(region_records(iob, (own + 1) % 8), 0);
+  zxs_sampler_stats_t stats;
+  assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
+  assert_int_equal(stats.attached_threads, 1);
+  zxs_handle_close(thread);
+  zxs_handle_close(iob);
+}
+
 static void attach_while_running_samples_from_then_on(void** state) {
   (void)state;
   if (!zxs_sampler_compiled_in()) skip();
@@ -527,6 +601,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(full_region_stops_writes_and_keeps_tail_zero, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(sample_on_cpu_without_region_is_counted, setup, teardown),
+      cmocka_unit_test_setup_teardown(sampler_thread_entry_and_unknown_cpu, setup, teardown),
+      cmocka_unit_test_setup_teardown(platform_capabilities_are_honoured, setup, teardown),
       cmocka_unit_test_setup_teardown(attach_while_running_samples_from_then_on, setup, teardown),
       cmocka_unit_test_setup_teardown(thread_exit_detaches, setup, teardown),
       cmocka_unit_test_setup_teardown(handles_duplicate_close_and_last_close, setup, teardown),

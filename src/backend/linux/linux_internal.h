@@ -93,6 +93,12 @@ static inline bool zxs_linux_current(zxs_thread_slot_t* slot, uint32_t gen, uint
 // A new generation, never 0, unique for the life of the process (wraps after 2^32 arms).
 uint32_t zxs_linux_next_gen(void);
 
+// --- platform_linux.c ------------------------------------------------------------------------
+
+// The backend's one errno -> status translation (a file whose contract folds some statuses
+// together, as perf sources do for "use another source", does so on top of this).
+zx_status_t zxs_linux_status(int err);
+
 // --- threads_linux.c -------------------------------------------------------------------------
 
 // First thing in a thread the backend starts (the collector, the exit watcher): a pthread_create
@@ -122,9 +128,6 @@ void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t perio
 int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid);
 // errno of perf_event_open/fcntl/mmap -> status. NOT_SUPPORTED means "use another source".
 zx_status_t zxs_linux_perf_status(int err);
-// [signal-safe] Sets the period of the perf event `fd` (PERF_EVENT_IOC_PERIOD).
-// ZX_ERR_BAD_STATE for fd < 0.
-zx_status_t zxs_linux_perf_ioc_period(int fd, zx_duration_t period);
 // Whether a task-clock perf event can be opened here (probed once).
 bool zxs_linux_perf_available(void);
 // Arms the perf source of `slot`. ZX_ERR_NOT_SUPPORTED when perf is unavailable or the fd does
@@ -132,7 +135,6 @@ bool zxs_linux_perf_available(void);
 // ZX_ERR_NO_RESOURCES otherwise.
 zx_status_t zxs_linux_perf_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
 void zxs_linux_perf_disarm(zxs_thread_slot_t* slot);
-zx_status_t zxs_linux_perf_set_period(zxs_thread_slot_t* slot, zx_duration_t period);
 // [signal-safe] A POLL_IN/POLL_HUP signal for `fd` arrived: sample if it is ours.
 void zxs_linux_perf_on_signal(int fd, const void* ucontext);
 // Opens a task-clock event on the calling thread routed to our signal and counted only (no
@@ -177,7 +179,6 @@ bool zxs_linux_ring_available(void);
 zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
 // Stops the slot's event and writes what its ring holds (while writes are enabled).
 void zxs_linux_ring_disarm(zxs_thread_slot_t* slot);
-zx_status_t zxs_linux_ring_set_period(zxs_thread_slot_t* slot, zx_duration_t period);
 // After fork, in the child: unmaps and closes every inherited ring without disabling the
 // parent's events, and forgets the collector (it stayed in the parent).
 void zxs_linux_ring_forget_all(void);
@@ -189,7 +190,6 @@ void zxs_linux_ring_hold_collector(bool hold);
 
 zx_status_t zxs_linux_cputimer_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
 void zxs_linux_cputimer_disarm(zxs_thread_slot_t* slot);
-zx_status_t zxs_linux_cputimer_set_period(zxs_thread_slot_t* slot, zx_duration_t period);
 // [signal-safe] An SI_TIMER signal with this payload and overrun count arrived.
 void zxs_linux_cputimer_on_signal(union sigval value, int overrun, const void* ucontext);
 // The CPU-clock timer's resolution: one scheduler tick.
@@ -207,9 +207,8 @@ typedef enum zxs_linux_source_mode {
 // ZXSAMPLER_SOURCE=perf-ring|perf|cputimer (anything else, or unset: auto). Read at each
 // arm.
 zxs_linux_source_mode_t zxs_linux_source_mode(void);
-// The source an arm would use now, and its finest period.
+// The source an arm would use now.
 zxs_sample_source_t zxs_linux_default_source(void);
-zx_duration_t zxs_linux_default_resolution(void);
 
 // --- throttle.c -------------------------------------------------------------------------------
 

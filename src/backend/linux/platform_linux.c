@@ -25,6 +25,34 @@
 #define ZXS_HAVE_GLIBC_RSEQ 0
 #endif
 
+zx_status_t zxs_linux_status(int err) {
+  switch (err) {
+    case ENOMEM:
+    case ENOSPC:
+    case EFBIG:
+    case EOVERFLOW:
+      return ZX_ERR_NO_MEMORY;
+    case EMFILE:
+    case ENFILE:
+    case EBUSY:
+      return ZX_ERR_NO_RESOURCES;
+    case EACCES:
+    case EPERM:
+      return ZX_ERR_ACCESS_DENIED;
+    case ESRCH:
+      return ZX_ERR_BAD_STATE;
+    case EINVAL:
+      return ZX_ERR_INVALID_ARGS;
+    case ENOENT:
+    case ENODEV:
+    case ENOSYS:
+    case EOPNOTSUPP:
+      return ZX_ERR_NOT_SUPPORTED;
+    default:
+      return ZX_ERR_INTERNAL;
+  }
+}
+
 // Parses a kernel cpulist ("0-3,6,8-9\n"). Calls `each(cpu, ctx)` for every CPU listed, in order;
 // false on a malformed list.
 static bool parse_cpulist(const char* text, void (*each)(uint32_t cpu, void* ctx), void* ctx) {
@@ -117,7 +145,6 @@ static void fill_caps(void) {
   g_caps.cpu_number_limit = cpu_number_limit();
   g_caps.has_cpu_attribution = true;
   g_caps.can_interrupt_other_thread = true;
-  g_caps.timer_resolution = zxs_linux_default_resolution();
 }
 
 void zxs_prim_get_caps(zxs_prim_caps_t* caps) {

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "linux_internal.h"
 #include "platform.h"
 
 #ifndef MFD_CLOEXEC
@@ -20,27 +21,6 @@
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
-
-// errno -> status, for everything in this file.
-static zx_status_t status_from_errno(int err) {
-  switch (err) {
-    case ENOMEM:
-    case ENOSPC:
-    case EFBIG:
-    case EOVERFLOW:
-      return ZX_ERR_NO_MEMORY;
-    case EMFILE:
-    case ENFILE:
-      return ZX_ERR_NO_RESOURCES;
-    case EACCES:
-    case EPERM:
-      return ZX_ERR_ACCESS_DENIED;
-    case EINVAL:
-      return ZX_ERR_INVALID_ARGS;
-    default:
-      return ZX_ERR_INTERNAL;
-  }
-}
 
 // A new, empty, close-on-exec shared-memory file; -1 with errno set on failure.
 static int open_shared_file(void) {
@@ -61,17 +41,17 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
   }
   int fd = open_shared_file();
   if (fd < 0) {
-    return errno == ENOSYS ? ZX_ERR_NO_MEMORY : status_from_errno(errno);
+    return errno == ENOSYS ? ZX_ERR_NO_MEMORY : zxs_linux_status(errno);
   }
   // A new file grown by ftruncate reads as zeros, and pages are only allocated when written.
   if (ftruncate(fd, (off_t)size) != 0) {
-    zx_status_t status = status_from_errno(errno);
+    zx_status_t status = zxs_linux_status(errno);
     close(fd);
     return status == ZX_ERR_INVALID_ARGS ? ZX_ERR_NO_MEMORY : status;
   }
   void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
-    zx_status_t status = status_from_errno(errno);
+    zx_status_t status = zxs_linux_status(errno);
     close(fd);
     return status == ZX_ERR_INVALID_ARGS ? ZX_ERR_NO_MEMORY : status;
   }
@@ -110,7 +90,7 @@ zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t
   }
   void* addr = mmap(NULL, len, PROT_READ, MAP_SHARED, (int)region->native, (off_t)offset);
   if (addr == MAP_FAILED) {
-    return status_from_errno(errno);
+    return zxs_linux_status(errno);
   }
   *out = addr;
   return ZX_OK;
@@ -118,7 +98,7 @@ zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t
 
 zx_status_t zxs_prim_unmap(void* addr, size_t len) {
   if (munmap(addr, len) != 0) {
-    return status_from_errno(errno);
+    return zxs_linux_status(errno);
   }
   return ZX_OK;
 }

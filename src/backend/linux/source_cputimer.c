@@ -111,20 +111,6 @@ void zxs_linux_cputimer_disarm(zxs_thread_slot_t* slot) {
   }
 }
 
-zx_status_t zxs_linux_cputimer_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
-  zxs_linux_slot_t* st = zxs_linux_slot(slot);
-  if (!atomic_load_explicit(&st->has_timer, memory_order_acquire)) {
-    return ZX_ERR_BAD_STATE;
-  }
-  void* timer = atomic_load_explicit(&st->timer, memory_order_relaxed);
-  // timer_settime is async-signal-safe; the new period starts from now.
-  struct itimerspec its = {.it_interval = to_timespec(period), .it_value = to_timespec(period)};
-  if (timer_settime((timer_t)timer, 0, &its, NULL) != 0) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  return ZX_OK;
-}
-
 void zxs_linux_cputimer_on_signal(union sigval value, int overrun, const void* ucontext) {
   const uintptr_t payload = (uintptr_t)value.sival_ptr;
   if ((payload & PAYLOAD_TAG_MASK) != PAYLOAD_TAG) {

@@ -54,15 +54,14 @@ static uint64_t route_word(uint32_t index, uint32_t gen, uint64_t flags) {
 }
 
 zx_status_t zxs_linux_perf_status(int err) {
-  switch (err) {
-    case ESRCH:
-      return ZX_ERR_BAD_STATE;
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
-    case EBUSY:
-      return ZX_ERR_NO_RESOURCES;
-    default:  // EACCES, EPERM (paranoid, seccomp, locked memory), ENOSYS, EOVERFLOW, EINVAL...
+  const zx_status_t status = zxs_linux_status(err);
+  switch (status) {
+    case ZX_ERR_BAD_STATE:  // the thread is gone
+    case ZX_ERR_NO_RESOURCES:
+      return status;
+    case ZX_ERR_NO_MEMORY:  // perf's ENOMEM and ENOSPC: kernel buffers, not our heap
+      return err == ENOMEM ? ZX_ERR_NO_RESOURCES : ZX_ERR_NOT_SUPPORTED;
+    default:  // refused (paranoid, seccomp, locked memory), unknown here, or a bad attribute
       return ZX_ERR_NOT_SUPPORTED;
   }
 }
@@ -200,23 +199,6 @@ void zxs_linux_perf_disarm(zxs_thread_slot_t* slot) {
   zxs_linux_unpublish(slot);
   int fd = atomic_exchange_explicit(&st->fd, -1, memory_order_acq_rel);
   close_routed(fd);
-}
-
-zx_status_t zxs_linux_perf_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
-  return zxs_linux_perf_ioc_period(atomic_load_explicit(&zxs_linux_slot(slot)->fd,
-                                                        memory_order_acquire),
-                                   period);
-}
-
-zx_status_t zxs_linux_perf_ioc_period(int fd, zx_duration_t period) {
-  if (fd < 0) {
-    return ZX_ERR_BAD_STATE;
-  }
-  uint64_t value = (uint64_t)period;
-  if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &value) != 0) {
-    return errno == EINVAL ? ZX_ERR_INVALID_ARGS : ZX_ERR_INTERNAL;
-  }
-  return ZX_OK;
 }
 
 void zxs_linux_perf_on_signal(int fd, const void* ucontext) {

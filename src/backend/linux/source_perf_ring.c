@@ -348,11 +348,6 @@ void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
   atomic_store_explicit(&st->fd, -1, memory_order_release);
 }
 
-zx_status_t zxs_linux_ring_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
-  return zxs_linux_perf_ioc_period(
-      atomic_load_explicit(&zxs_linux_slot(slot)->fd, memory_order_acquire), period);
-}
-
 void zxs_prim_sampling_flush(void) {
   pthread_mutex_lock(&g_lock);
   drain_all_locked();

@@ -59,11 +59,6 @@ zxs_sample_source_t zxs_linux_default_source(void) {
   }
 }
 
-zx_duration_t zxs_linux_default_resolution(void) {
-  return zxs_linux_default_source() == ZXS_SOURCE_CPU_CLOCK_TIMER ? zxs_linux_cputimer_resolution()
-                                                                  : ZXS_LINUX_PERF_MIN_PERIOD;
-}
-
 // Periods from here up are armed as asked without measuring what a sample costs: even at the
 // worst cost seen on the development VM (~60 us) that is 6% of the thread, and calibrating
 // costs every profiled process ~0.1 s of CPU (docs/PERFORMANCE.md).
@@ -174,31 +169,6 @@ void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
     zxs_linux_cputimer_disarm(slot);
   }
   atomic_store(&slot->armed, false);
-}
-
-zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
-  if (slot == NULL || period <= 0) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  zxs_linux_slot_t* st = zxs_linux_slot(slot);
-  if (atomic_load(&st->gen) == 0) {
-    return ZX_ERR_BAD_STATE;
-  }
-  const int kind = atomic_load(&st->kind);
-  bool throttled = false;
-  // The floor is already known here (arm measured it), so this stays signal-safe.
-  const zx_duration_t eff = effective_period(kind, period, &throttled);
-  zx_status_t status = kind == ZXS_SOURCE_CPU_CLOCK_TIMER
-                           ? zxs_linux_cputimer_set_period(slot, eff)
-                           : zxs_linux_perf_ioc_period(atomic_load(&st->fd), eff);
-  if (status != ZX_OK) {
-    return status;
-  }
-  atomic_store(&slot->period, eff);
-  if (throttled) {
-    zxs_core_count_throttled(slot);
-  }
-  return ZX_OK;
 }
 
 void zxs_prim_after_fork_child(void) {

@@ -33,25 +33,12 @@
 
 static pid_t current_tid(void) { return (pid_t)syscall(SYS_gettid); }
 
-static zx_status_t status_from_errno(int err) {
-  switch (err) {
-    case ESRCH:
-      return ZX_ERR_BAD_STATE;
-    case ENOMEM:
-      return ZX_ERR_NO_MEMORY;
-    case EINVAL:
-      return ZX_ERR_INVALID_ARGS;
-    default:
-      return ZX_ERR_INTERNAL;
-  }
-}
-
 // Stack bounds of a live thread (the main thread's from its mapping and RLIMIT_STACK).
 static zx_status_t stack_bounds(pthread_t thread, uintptr_t* lo, uintptr_t* hi) {
   pthread_attr_t attr;
   int err = pthread_getattr_np(thread, &attr);
   if (err != 0) {
-    return status_from_errno(err);
+    return zxs_linux_status(err);
   }
   void* addr = NULL;
   size_t size = 0;
