@@ -42,8 +42,8 @@ static inline void bench_check(const char* what, zx_status_t status) {
 }
 
 // Creates a session with `buffer_size` bytes per CPU and attaches `count` threads.
-static inline zx_handle_t bench_session(zx_duration_t period, size_t buffer_size, const pthread_t* threads,
-                                 size_t count) {
+static inline zx_handle_t bench_session(zx_duration_t period, size_t buffer_size,
+                                        const pthread_t* threads, size_t count) {
   zx_handle_t rsrc, iob;
   bench_check("zxs_debug_resource_get", zxs_debug_resource_get(&rsrc));
   zx_sampler_config_t config = {
@@ -61,7 +61,7 @@ static inline zx_handle_t bench_session(zx_duration_t period, size_t buffer_size
 
 // Calls fn(ctx, payload, size) for every sample record in every region of a stopped session.
 static inline void bench_for_each_sample(zx_handle_t iob, void (*fn)(void*, const void*, size_t),
-                                  void* ctx) {
+                                         void* ctx) {
   zx_iob_region_info_t regions[64];
   size_t count = 0;
   bench_check("zxs_object_get_info", zxs_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions,

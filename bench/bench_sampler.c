@@ -26,8 +26,6 @@
 // thread does not grow when another process takes the CPU. Every figure is a median of ROUNDS
 // runs, with the interquartile range where it helps judging the noise.
 #define _GNU_SOURCE
-#include "bench_work.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -41,12 +39,13 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/rseq.h>
-#include <sys/wait.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zxsampler/zxsampler.h>
 
 #include "bench_common.h"
+#include "bench_work.h"
 // The core's sampling path, compiled into this program from src/core/ (frame_walk.c,
 // sample_writer.c, percpu_state.c): for part 0 only.
 #include "frame_walk.h"
@@ -214,7 +213,7 @@ typedef struct worker {
   int frames;          // CMD_SPIN: walk depth to spin at
   floor_mode_t floor;  // CMD_SPIN: source this thread arms on itself
   int64_t period;
-  uint64_t units;      // CMD_WORK
+  uint64_t units;  // CMD_WORK
   // results
   double cpu_s;
   long minflt;  // minor page faults of this thread during the run
@@ -460,8 +459,9 @@ static void part0(void) {
   printf("## Part 0: the library's own work per sample (timed in a loop, best of 5 x %d)\n\n",
          INSIDE_ITERS);
   printf("The core's functions called directly on this thread's real stack (no signal).\n\n");
-  printf("| walk depth (frames) | frame walk | record write (begin+reserve+encode+end) | "
-         "whole in-handler path (cpu + walk + clock + write) |\n");
+  printf(
+      "| walk depth (frames) | frame walk | record write (begin+reserve+encode+end) | "
+      "whole in-handler path (cpu + walk + clock + write) |\n");
   printf("|---:|---:|---:|---:|\n");
   const int depths[] = {8, 32, 64};
   for (int i = 0; i < 3; i++) {
@@ -570,8 +570,7 @@ static void partA(void) {
         w.events = st.samples_written - before;
       }
       if (w.err != 0) {
-        fprintf(stderr, "bench_sampler: %s: cannot arm: %s\n", configs[c].name,
-                strerror(w.err));
+        fprintf(stderr, "bench_sampler: %s: cannot arm: %s\n", configs[c].name, strerror(w.err));
         exit(1);
       }
       if (c < 0) {
@@ -585,8 +584,7 @@ static void partA(void) {
     }
     base[r] = (b0 + b1) / 2;
     for (int c = 0; c < nconf; c++) {
-      configs[c].cost_us[r] =
-          events[c] > 0 ? (cpu[c] - base[r]) * 1e6 / (double)events[c] : 0;
+      configs[c].cost_us[r] = events[c] > 0 ? (cpu[c] - base[r]) * 1e6 / (double)events[c] : 0;
       configs[c].events[r] = (double)events[c];
       configs[c].faults[r] = events[c] > 0 ? faults[c] / (double)events[c] : 0;
       configs[c].expected[r] = cpu[c] * 1e9 / (double)g_period_a_ns;
@@ -599,17 +597,21 @@ static void partA(void) {
   zxs_handle_close(iob);
   worker_stop(&w);
 
-  printf("## Part A: per-sample cost by stack depth (perf and perf-ring sources, period %lld us; effective "
-         "%lld us; run with ZXSAMPLER_SAMPLE_COST_NS=0, the library's livelock protection off, so "
-         "that the library and the floors run at the same period)\n\n",
-         (long long)(g_period_a_ns / 1000), (long long)(st.effective_period / 1000));
-  printf("One thread walks down N frames and spins ~%.2f s of CPU. Cost per sample = (thread CPU "
-         "time with the source - without) / events, median of %d rounds (p25..p75). The first "
-         "three rows are armed by this program on the same thread: the floor below the library."
-         "\n\n",
-         0.25 * g_scale, g_rounds);
-  printf("| configuration | frames walked | cost per sample (us) | p25..p75 (us) | events per run "
-         "| expected (CPU time / period) | minor faults per sample |\n");
+  printf(
+      "## Part A: per-sample cost by stack depth (perf and perf-ring sources, period %lld us; "
+      "effective "
+      "%lld us; run with ZXSAMPLER_SAMPLE_COST_NS=0, the library's livelock protection off, so "
+      "that the library and the floors run at the same period)\n\n",
+      (long long)(g_period_a_ns / 1000), (long long)(st.effective_period / 1000));
+  printf(
+      "One thread walks down N frames and spins ~%.2f s of CPU. Cost per sample = (thread CPU "
+      "time with the source - without) / events, median of %d rounds (p25..p75). The first "
+      "three rows are armed by this program on the same thread: the floor below the library."
+      "\n\n",
+      0.25 * g_scale, g_rounds);
+  printf(
+      "| configuration | frames walked | cost per sample (us) | p25..p75 (us) | events per run "
+      "| expected (CPU time / period) | minor faults per sample |\n");
   printf("|---|---:|---:|---:|---:|---:|---:|\n");
   for (int c = 0; c < nconf; c++) {
     const a_config_t* k = &configs[c];
@@ -626,10 +628,11 @@ static void partA(void) {
   const double one = bench_median(configs[2].cost_us, g_rounds);
   const double sig = bench_median(configs[1].cost_us, g_rounds);
   const double irq = bench_median(configs[0].cost_us, g_rounds);
-  printf("\nWhere a sample's cost goes (8 frames, medians): interrupt %.2f us; signal delivery "
-         "and return %.2f us; one-shot re-arm %.2f us; library handler work %.2f us "
-         "(end to end %.2f us).\n",
-         irq, sig - irq, one - sig, lib8 - one, lib8);
+  printf(
+      "\nWhere a sample's cost goes (8 frames, medians): interrupt %.2f us; signal delivery "
+      "and return %.2f us; one-shot re-arm %.2f us; library handler work %.2f us "
+      "(end to end %.2f us).\n",
+      irq, sig - irq, one - sig, lib8 - one, lib8);
   printf("\nFrames per recorded sample over all library runs (walk depth histogram): ");
   for (int n = 1; n <= ZX_SAMPLER_MAX_FRAMES; n++) {
     if (hist.hist[n] > 0) {
@@ -682,8 +685,8 @@ static void partB(bool raw) {
   units = (uint64_t)((double)units * 0.25 * g_scale * B_WORKERS / cpu);
 
   b_config_t configs[] = {
-      {.source = "perf", .period = 100000},     {.source = "perf", .period = 1000000},
-      {.source = "perf", .period = 4000000},    {.source = "cputimer", .period = 100000},
+      {.source = "perf", .period = 100000},      {.source = "perf", .period = 1000000},
+      {.source = "perf", .period = 4000000},     {.source = "cputimer", .period = 100000},
       {.source = "cputimer", .period = 1000000}, {.source = "cputimer", .period = 4000000},
   };
   // Without the livelock protection only the period it would raise is of interest.
@@ -728,35 +731,40 @@ static void partB(bool raw) {
     worker_stop(&w[i]);
   }
   if (raw) {
-    printf("## Part B': the same, perf at 100 us with the livelock protection off "
-           "(ZXSAMPLER_SAMPLE_COST_NS=0)\n\n");
+    printf(
+        "## Part B': the same, perf at 100 us with the livelock protection off "
+        "(ZXSAMPLER_SAMPLE_COST_NS=0)\n\n");
   } else {
-    printf("## Part B: slowdown of a CPU-bound frame-pointer workload (%d threads, 12 frames "
-           "deep; the library as shipped, livelock protection on)\n\n",
-           B_WORKERS);
+    printf(
+        "## Part B: slowdown of a CPU-bound frame-pointer workload (%d threads, 12 frames "
+        "deep; the library as shipped, livelock protection on)\n\n",
+        B_WORKERS);
   }
-  printf("Each run: ~%.2f s of CPU per thread (median unsampled run %.3f s, both threads). "
-         "Slowdown = CPU time of the sampled run / mean of the unsampled runs just before and "
-         "after it; median of %d rounds (p25..p75). Wall = the same ratio of wall times (shared "
-         "machine: noisy). Expected samples = CPU time / requested period, and / the period "
-         "in force. Samples and expected: medians per run; throttled, overruns and dropped: "
-         "totals over the rounds.\n\n",
-         0.25 * g_scale, bench_median(base_cpu, g_rounds), g_rounds);
-  printf("| source | period | in force | CPU slowdown | p25..p75 | wall ratio | samples | expected "
-         "(requested) | expected (in force) | throttled | overruns | dropped |\n");
+  printf(
+      "Each run: ~%.2f s of CPU per thread (median unsampled run %.3f s, both threads). "
+      "Slowdown = CPU time of the sampled run / mean of the unsampled runs just before and "
+      "after it; median of %d rounds (p25..p75). Wall = the same ratio of wall times (shared "
+      "machine: noisy). Expected samples = CPU time / requested period, and / the period "
+      "in force. Samples and expected: medians per run; throttled, overruns and dropped: "
+      "totals over the rounds.\n\n",
+      0.25 * g_scale, bench_median(base_cpu, g_rounds), g_rounds);
+  printf(
+      "| source | period | in force | CPU slowdown | p25..p75 | wall ratio | samples | expected "
+      "(requested) | expected (in force) | throttled | overruns | dropped |\n");
   printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int c = 0; c < nconf; c++) {
     const b_config_t* cf = &configs[c];
-    printf("| %s | %lld us | %lld us | %+.1f%% | %+.1f..%+.1f%% | %+.1f%% | %.0f | %.0f | %.0f "
-           "| %llu | %llu | %llu |\n",
-           cf->source, (long long)(cf->period / 1000), (long long)(cf->effective / 1000),
-           (bench_median(cf->slow, g_rounds) - 1) * 100,
-           (bench_quantile(cf->slow, g_rounds, 0.25) - 1) * 100,
-           (bench_quantile(cf->slow, g_rounds, 0.75) - 1) * 100,
-           (bench_median(cf->wall, g_rounds) - 1) * 100, bench_median(cf->samples, g_rounds),
-           bench_median(cf->expected, g_rounds), bench_median(cf->expected_eff, g_rounds),
-           (unsigned long long)cf->throttled, (unsigned long long)cf->overruns,
-           (unsigned long long)cf->dropped);
+    printf(
+        "| %s | %lld us | %lld us | %+.1f%% | %+.1f..%+.1f%% | %+.1f%% | %.0f | %.0f | %.0f "
+        "| %llu | %llu | %llu |\n",
+        cf->source, (long long)(cf->period / 1000), (long long)(cf->effective / 1000),
+        (bench_median(cf->slow, g_rounds) - 1) * 100,
+        (bench_quantile(cf->slow, g_rounds, 0.25) - 1) * 100,
+        (bench_quantile(cf->slow, g_rounds, 0.75) - 1) * 100,
+        (bench_median(cf->wall, g_rounds) - 1) * 100, bench_median(cf->samples, g_rounds),
+        bench_median(cf->expected, g_rounds), bench_median(cf->expected_eff, g_rounds),
+        (unsigned long long)cf->throttled, (unsigned long long)cf->overruns,
+        (unsigned long long)cf->dropped);
   }
   printf("\n");
 }
@@ -776,10 +784,10 @@ static void calibration(void) {
     zxs_sampler_get_stats(iob, &st);
   }
   zxs_handle_close(iob);
-  printf("Library calibration (first perf arm in the process, took %.0f ms): shortest perf period "
-         "it arms = %lld us (4x its measured per-sample cost, i.e. ~%.1f us per sample).\n\n",
-         took * 1e3, (long long)(st.effective_period / 1000),
-         (double)st.effective_period / 4000.0);
+  printf(
+      "Library calibration (first perf arm in the process, took %.0f ms): shortest perf period "
+      "it arms = %lld us (4x its measured per-sample cost, i.e. ~%.1f us per sample).\n\n",
+      took * 1e3, (long long)(st.effective_period / 1000), (double)st.effective_period / 4000.0);
 }
 
 int main(int argc, char** argv) {

@@ -23,12 +23,12 @@
 #define BENCH_KEEP_FRAME() __asm__ volatile("" : : "r"(__builtin_frame_address(0)))
 
 // One multiply-add chain per iteration (~4 cycles of latency): about 1.3 ns at 3 GHz.
-#define BENCH_SPIN(x, n)                                   \
-  do {                                                     \
-    for (uint64_t i_ = 0; i_ < (n); i_++) {                \
-      (x) = (x) * 6364136223846793005u + i_;               \
-      __asm__ volatile("" : "+r"(x));                      \
-    }                                                      \
+#define BENCH_SPIN(x, n)                    \
+  do {                                      \
+    for (uint64_t i_ = 0; i_ < (n); i_++) { \
+      (x) = (x)*6364136223846793005u + i_;  \
+      __asm__ volatile("" : "+r"(x));       \
+    }                                       \
   } while (0)
 
 BENCH_NOINLINE static uint64_t bench_leaf_a(uint64_t x, uint64_t n) {

@@ -30,8 +30,9 @@
 // events=... expected=... (events: signals handled; in count mode, periods elapsed as read from
 // the counter, an upper bound on interrupts taken). Defaults: 3 threads, 10000 units of depth 12
 // (peer_workload defaults to 8000 units; compare_peers.sh passes the same -t/-u to both).
-#include "bench_work.h"
-
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // before any system header: bench_work.h needs it too
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -46,13 +47,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "bench_work.h"
+
 typedef enum { MODE_NONE, MODE_COUNT, MODE_SIGNAL, MODE_ONESHOT, MODE_TIMER } mode_t_;
 
 static mode_t_ g_mode = MODE_NONE;
 static long long g_period_ns = 1000000;
 static int g_signal;
-static int g_refresh = 1;      // oneshot: overflows allowed per PERF_EVENT_IOC_REFRESH
-static bool g_gettid = true;   // oneshot: the library's gettid() check in the handler
+static int g_refresh = 1;     // oneshot: overflows allowed per PERF_EVENT_IOC_REFRESH
+static bool g_gettid = true;  // oneshot: the library's gettid() check in the handler
 static _Atomic uint64_t g_events;
 
 typedef struct {
@@ -227,8 +230,8 @@ int main(int argc, char** argv) {
   job_t jobs[64];
   pthread_t tids[64];
   for (int i = 0; i < threads; i++) {
-    jobs[i] = (job_t){.units = (uint64_t)units, .depth = depth, .n = (uint64_t)n,
-                      .seed = (uint64_t)i * 7919u};
+    jobs[i] = (job_t){
+        .units = (uint64_t)units, .depth = depth, .n = (uint64_t)n, .seed = (uint64_t)i * 7919u};
     if (pthread_create(&tids[i], NULL, run, &jobs[i]) != 0) {
       return 1;
     }
@@ -247,10 +250,10 @@ int main(int argc, char** argv) {
   const double cpu = bench_process_cpu() - cpu0, wall = bench_now(CLOCK_MONOTONIC) - wall0;
   const uint64_t events = g_mode == MODE_COUNT ? periods : atomic_load(&g_events);
   const double expected = g_mode == MODE_NONE ? 0 : cpu * 1e9 / (double)g_period_ns;
-  printf("interrupt_floor: mode=%s period_us=%lld threads=%d refresh=%d gettid=%d cpu_s=%.4f "
-         "wall_s=%.4f events=%llu expected=%.0f maxrss_kb=%ld checksum=%016llx\n",
-         kModes[g_mode], period_us, threads, g_refresh, g_gettid ? 1 : 0, cpu, wall,
-         (unsigned long long)events, expected,
-         bench_max_rss_kb(), (unsigned long long)checksum);
+  printf(
+      "interrupt_floor: mode=%s period_us=%lld threads=%d refresh=%d gettid=%d cpu_s=%.4f "
+      "wall_s=%.4f events=%llu expected=%.0f maxrss_kb=%ld checksum=%016llx\n",
+      kModes[g_mode], period_us, threads, g_refresh, g_gettid ? 1 : 0, cpu, wall,
+      (unsigned long long)events, expected, bench_max_rss_kb(), (unsigned long long)checksum);
   return 0;
 }

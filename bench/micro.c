@@ -21,8 +21,6 @@
 //    The first start is timed apart: in a process that has not armed a perf source before, it
 //    includes the library's calibration (on the calling thread, competing with the spinners).
 #define _GNU_SOURCE
-#include "bench_work.h"
-
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,6 +33,7 @@
 #include <zxsampler/zxsampler.h>
 
 #include "bench_common.h"
+#include "bench_work.h"
 
 static size_t g_region_mib = 64;
 static size_t g_samples = 200000;
@@ -110,9 +109,10 @@ static void fxt_reader(void) {
     t = bench_now(CLOCK_MONOTONIC) - t0;
     best_file = t < best_file ? t : best_file;
   }
-  printf("## FXT encode and read (%.1f MB of sample records, %zu records of 8..64 frames; best of "
-         "5 passes)\n\n",
-         mb, records);
+  printf(
+      "## FXT encode and read (%.1f MB of sample records, %zu records of 8..64 frames; best of "
+      "5 passes)\n\n",
+      mb, records);
   printf("| operation | MB/s | records/s (M) |\n|---|---:|---:|\n");
   printf("| zxs_fxt_encode_sample (incl. generating PCs) | %.0f | %.2f |\n", mb / encode_s,
          (double)records / encode_s / 1e6);
@@ -239,19 +239,18 @@ static void export_formats(void) {
   static const struct {
     const char* name;
     zxs_profile_format_t format;
-  } kFormats[] = {{"fxt", ZXS_FORMAT_FXT},
-                  {"pprof", ZXS_FORMAT_PPROF},
-                  {"folded", ZXS_FORMAT_FOLDED},
-                  {"svg", ZXS_FORMAT_FLAMEGRAPH},
-                  {"markup", ZXS_FORMAT_MARKUP},
-                  {"top", ZXS_FORMAT_TOP}};
+  } kFormats[] = {{"fxt", ZXS_FORMAT_FXT},       {"pprof", ZXS_FORMAT_PPROF},
+                  {"folded", ZXS_FORMAT_FOLDED}, {"svg", ZXS_FORMAT_FLAMEGRAPH},
+                  {"markup", ZXS_FORMAT_MARKUP}, {"top", ZXS_FORMAT_TOP}};
   printf("## Export (zxs_profile_convert; symbolization included)\n\n");
-  printf("Recorded: 2 threads x ~1 s of CPU at 250 us -> %zu samples, %.2f MB; "
-         "zxs_profiler_stop() writing it took %.1f ms. Large: the same sample records repeated to "
-         "%zu samples, %.1f MB.\n\n",
-         rec_samples, file_mb(recorded), stop_write_s * 1e3, large_samples, file_mb(large));
-  printf("| format | recorded: time | large: time | large: samples/s | large: input MB/s | "
-         "large: output size |\n|---|---:|---:|---:|---:|---:|\n");
+  printf(
+      "Recorded: 2 threads x ~1 s of CPU at 250 us -> %zu samples, %.2f MB; "
+      "zxs_profiler_stop() writing it took %.1f ms. Large: the same sample records repeated to "
+      "%zu samples, %.1f MB.\n\n",
+      rec_samples, file_mb(recorded), stop_write_s * 1e3, large_samples, file_mb(large));
+  printf(
+      "| format | recorded: time | large: time | large: samples/s | large: input MB/s | "
+      "large: output size |\n|---|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < sizeof(kFormats) / sizeof(kFormats[0]); i++) {
     char out[160], error[256];
     double took[2];
@@ -259,8 +258,8 @@ static void export_formats(void) {
     for (int k = 0; k < 2; k++) {
       snprintf(out, sizeof(out), "%s/out.%d.%s", g_dir, k, kFormats[i].name);
       const double t0 = bench_now(CLOCK_MONOTONIC);
-      zx_status_t status = zxs_profile_convert(inputs[k], out, kFormats[i].format, error,
-                                               sizeof(error));
+      zx_status_t status =
+          zxs_profile_convert(inputs[k], out, kFormats[i].format, error, sizeof(error));
       took[k] = bench_now(CLOCK_MONOTONIC) - t0;
       if (status != ZX_OK) {
         fprintf(stderr, "micro: convert to %s: %s\n", kFormats[i].name, error);
@@ -298,11 +297,13 @@ static void stop_latency(void) {
   for (int i = 0; i < SPINNERS; i++) {
     pthread_create(&t[i], NULL, spinner, NULL);
   }
-  printf("## Stop latency (%d threads attached and spinning on %ld CPUs, period 1 ms, %d "
-         "start/stop cycles with %ld ms of sampling each)\n\n",
-         SPINNERS, sysconf(_SC_NPROCESSORS_ONLN), g_repeats, g_cycle_ms);
-  printf("| source | first start | stop: median | p90 | max | start: median | p90 | max | "
-         "samples per cycle |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf(
+      "## Stop latency (%d threads attached and spinning on %ld CPUs, period 1 ms, %d "
+      "start/stop cycles with %ld ms of sampling each)\n\n",
+      SPINNERS, sysconf(_SC_NPROCESSORS_ONLN), g_repeats, g_cycle_ms);
+  printf(
+      "| source | first start | stop: median | p90 | max | start: median | p90 | max | "
+      "samples per cycle |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const char* sources[] = {"perf-ring", "perf", "cputimer"};
   for (int s = 0; s < (int)(sizeof(sources) / sizeof(sources[0])); s++) {
     setenv("ZXSAMPLER_SOURCE", sources[s], 1);
@@ -331,7 +332,8 @@ static void stop_latency(void) {
     printf("| %s | %.1f ms | %.0f us | %.0f us | %.0f us | %.0f us | %.0f us | %.0f us | %.1f |\n",
            zxs_sample_source_name(st.source), first_ms, bench_median(stop_us, (size_t)g_repeats),
            bench_quantile(stop_us, (size_t)g_repeats, 0.9),
-           bench_quantile(stop_us, (size_t)g_repeats, 1.0), bench_median(start_us, (size_t)g_repeats),
+           bench_quantile(stop_us, (size_t)g_repeats, 1.0),
+           bench_median(start_us, (size_t)g_repeats),
            bench_quantile(start_us, (size_t)g_repeats, 0.9),
            bench_quantile(start_us, (size_t)g_repeats, 1.0),
            (double)(st.samples_written - st0.samples_written) / g_repeats);
@@ -369,8 +371,9 @@ int main(int argc, char** argv) {
         g_repeats = 10;
         break;
       default:
-        fprintf(stderr, "usage: micro [-m MIB] [-s SAMPLES] [-r REPEATS] [-n CYCLE_MS] "
-                        "[-p fxt|export|stop] [-q]\n");
+        fprintf(stderr,
+                "usage: micro [-m MIB] [-s SAMPLES] [-r REPEATS] [-n CYCLE_MS] "
+                "[-p fxt|export|stop] [-q]\n");
         return 2;
     }
   }

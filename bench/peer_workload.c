@@ -7,12 +7,15 @@
 //
 // Output, one line: peer_workload: threads=3 units=... depth=... cpu_s=... sys_s=... wall_s=...
 // maxrss_kb=... checksum=...   (checksum is the same in every run with the same arguments)
-#include "bench_work.h"
-
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // before any system header: bench_work.h needs it too
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "bench_work.h"
 
 typedef struct {
   uint64_t units;
@@ -60,8 +63,8 @@ int main(int argc, char** argv) {
   job_t jobs[64];
   pthread_t tids[64];
   for (int i = 0; i < threads; i++) {
-    jobs[i] = (job_t){.units = (uint64_t)units, .depth = depth, .n = (uint64_t)n,
-                      .seed = (uint64_t)i * 7919u};
+    jobs[i] = (job_t){
+        .units = (uint64_t)units, .depth = depth, .n = (uint64_t)n, .seed = (uint64_t)i * 7919u};
     if (pthread_create(&tids[i], NULL, run, &jobs[i]) != 0) {
       fprintf(stderr, "peer_workload: pthread_create failed\n");
       return 1;
@@ -74,9 +77,10 @@ int main(int argc, char** argv) {
   }
   const double cpu = bench_process_cpu() - cpu0, wall = bench_now(CLOCK_MONOTONIC) - wall0;
   const double sys = bench_process_sys() - sys0;
-  printf("peer_workload: threads=%d units=%lld depth=%d cpu_s=%.4f sys_s=%.4f wall_s=%.4f "
-         "maxrss_kb=%ld checksum=%016llx\n",
-         threads, units, depth, cpu, sys, wall, bench_max_rss_kb(), (unsigned long long)checksum);
+  printf(
+      "peer_workload: threads=%d units=%lld depth=%d cpu_s=%.4f sys_s=%.4f wall_s=%.4f "
+      "maxrss_kb=%ld checksum=%016llx\n",
+      threads, units, depth, cpu, sys, wall, bench_max_rss_kb(), (unsigned long long)checksum);
   fflush(stdout);
   return 0;
 }

@@ -102,7 +102,7 @@ typedef enum zxs_sample_source {
   ZXS_SOURCE_SAMPLER_THREAD,   // a sampler thread suspends targets (macOS)
   ZXS_SOURCE_KERNEL,           // the Fuchsia kernel's own sampler
   ZXS_SOURCE_FAKE,             // deterministic test backend
-  ZXS_SOURCE_PERF_RING,   // Linux perf_event task-clock; the kernel walks the frame pointers
+  ZXS_SOURCE_PERF_RING,        // Linux perf_event task-clock; the kernel walks the frame pointers
                                // into a ring buffer that a thread of the library drains (no signal)
 } zxs_sample_source_t;
 

@@ -93,10 +93,8 @@ static void status_values(void** state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(config_layout),
-      cmocka_unit_test(iob_layouts),
-      cmocka_unit_test(task_runtime_layouts),
-      cmocka_unit_test(perfmon_layouts),
+      cmocka_unit_test(config_layout),        cmocka_unit_test(iob_layouts),
+      cmocka_unit_test(task_runtime_layouts), cmocka_unit_test(perfmon_layouts),
       cmocka_unit_test(status_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

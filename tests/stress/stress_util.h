@@ -408,8 +408,8 @@ static inline int library_signal(void) {
 // Sources to run: the one ZXSAMPLER_SOURCE names, else all three.
 static inline int stress_sources(const char* out[3]) {
   const char* env = getenv("ZXSAMPLER_SOURCE");
-  if (env != NULL && (strcmp(env, "perf") == 0 || strcmp(env, "cputimer") == 0 ||
-                      strcmp(env, "perf-ring") == 0)) {
+  if (env != NULL &&
+      (strcmp(env, "perf") == 0 || strcmp(env, "cputimer") == 0 || strcmp(env, "perf-ring") == 0)) {
     out[0] = env;
     return 1;
   }

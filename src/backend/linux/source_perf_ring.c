@@ -67,7 +67,6 @@
 // the stack copy.
 #define RECORD_OVERHEAD 88u
 
-
 typedef struct ring {
   zxs_thread_slot_t* slot;  // NULL: entry unused
   int fd;

@@ -116,8 +116,7 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
     zx_status_t (*arm)(zxs_thread_slot_t*, zx_duration_t, uint32_t);
     bool (*available)(void);
   } kPerf[] = {
-      {ZXS_LINUX_SOURCE_RING, ZXS_SOURCE_PERF_RING, zxs_linux_ring_arm,
-       zxs_linux_ring_available},
+      {ZXS_LINUX_SOURCE_RING, ZXS_SOURCE_PERF_RING, zxs_linux_ring_arm, zxs_linux_ring_available},
       {ZXS_LINUX_SOURCE_PERF, ZXS_SOURCE_PERF_TASK_CLOCK, zxs_linux_perf_arm,
        zxs_linux_perf_available},
   };
