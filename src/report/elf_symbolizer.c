@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -95,7 +96,9 @@ struct zxs_elf {
   Dwfl_Module* dwfl_module;
   struct cu_range* cu_ranges;  // sorted by start
   size_t cu_range_count;
-  Dwarf_Addr dwfl_bias;  // Dwfl address = file address + dwfl_bias
+  Dwarf_Addr dwfl_bias;             // Dwfl address = file address + dwfl_bias
+  zxs_elf_inline_frame_t* inlined;  // the last lookup's inline frames
+  size_t inlined_capacity;
 #endif
 };
 
@@ -597,6 +600,7 @@ void zxs_elf_close(zxs_elf_t* elf) {
     dwfl_end(elf->dwfl);
   }
   free(elf->cu_ranges);
+  free(elf->inlined);
 #endif
   for (size_t i = 0; i < elf->strtab_count; i++) {
     free(elf->strtabs[i]);
@@ -914,6 +918,47 @@ static const char* die_function_name(Dwarf_Die* die) {
   return name;
 }
 
+// Where an inlined call was made: DW_AT_call_file indexes the line table of the DIE's own unit.
+static void call_site(Dwarf_Die* die, const char** file, uint32_t* line, uint32_t* column) {
+  *file = NULL;
+  *line = 0;
+  *column = 0;
+  Dwarf_Attribute attr;
+  Dwarf_Word value = 0;
+  Dwarf_Die unit;
+  Dwarf_Files* files = NULL;
+  size_t file_count = 0;
+  if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &value) == 0 &&
+      dwarf_diecu(die, &unit, NULL, NULL) != NULL &&
+      dwarf_getsrcfiles(&unit, &files, &file_count) == 0 && value < file_count) {
+    *file = dwarf_filesrc(files, value, NULL, NULL);
+  }
+  if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &value) == 0 &&
+      value <= UINT32_MAX) {
+    *line = (uint32_t)value;
+  }
+  if (dwarf_formudata(dwarf_attr(die, DW_AT_call_column, &attr), &value) == 0 &&
+      value <= UINT32_MAX) {
+    *column = (uint32_t)value;
+  }
+}
+
+// Appends one inline frame to the handle's buffer; false when out of memory (the chain is then
+// dropped whole: a partial one would give the outer function a callee's line).
+static bool push_inline_frame(zxs_elf_t* elf, size_t count, const zxs_elf_inline_frame_t* frame) {
+  if (count == elf->inlined_capacity) {
+    size_t grown_capacity = count == 0 ? 8 : 2 * count;
+    zxs_elf_inline_frame_t* grown = realloc(elf->inlined, grown_capacity * sizeof(*grown));
+    if (grown == NULL) {
+      return false;
+    }
+    elf->inlined = grown;
+    elf->inlined_capacity = grown_capacity;
+  }
+  elf->inlined[count] = *frame;
+  return true;
+}
+
 static void lookup_dwarf(zxs_elf_t* elf, uint64_t probe, uint64_t address, bool want_name,
                          zxs_elf_location_t* out) {
   if (!dwfl_ready(elf) || probe > UINT64_MAX - elf->dwfl_bias) {
@@ -939,18 +984,41 @@ static void lookup_dwarf(zxs_elf_t* elf, uint64_t probe, uint64_t address, bool 
       out->column = column > 0 ? (uint32_t)column : 0;
     }
   }
-  if (!want_name) {
-    return;
-  }
   Dwarf_Die* scopes = NULL;
   int n = dwarf_getscopes(cu, dwfl_addr - cu_bias, &scopes);
-  // Innermost first: the first subprogram is the function the code physically belongs to
-  // (inlined callees are DW_TAG_inlined_subroutine).
+  // Innermost first: inlined calls (DW_TAG_inlined_subroutine, maybe within lexical blocks),
+  // then the subprogram the code physically belongs to. Past an inlined call, libdw's scopes
+  // go on with the callee's abstract definition, so the call's own parents are asked for
+  // (dwarf_getscopes_die). Each frame takes the line the frame inside it was called from; the
+  // innermost keeps the line table's.
+  size_t count = 0;
+  bool complete = true;
+  zxs_elf_inline_frame_t here = {.file = out->file, .line = out->line, .column = out->column};
   for (int i = 0; i < n; i++) {
-    if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag == DW_TAG_inlined_subroutine) {
+      here.name = die_function_name(&scopes[i]);
+      complete = complete && push_inline_frame(elf, count++, &here);
+      call_site(&scopes[i], &here.file, &here.line, &here.column);
+      Dwarf_Die* parents = NULL;
+      int parent_count = dwarf_getscopes_die(&scopes[i], &parents);
+      free(scopes);
+      scopes = parents;
+      n = parent_count;
+      i = 0;  // parents[0] is the call itself
       continue;
     }
-    const char* name = die_function_name(&scopes[i]);
+    if (tag != DW_TAG_subprogram) {
+      continue;
+    }
+    if (complete && count > 0) {
+      out->inlined = elf->inlined;
+      out->inline_count = count;
+      out->file = here.file;
+      out->line = here.line;
+      out->column = here.column;
+    }
+    const char* name = want_name ? die_function_name(&scopes[i]) : NULL;
     if (name != NULL) {
       out->name = name;
       out->source = ZXS_ELF_SOURCE_DWARF;

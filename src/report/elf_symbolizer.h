@@ -36,6 +36,14 @@ typedef enum zxs_elf_symbol_source {
   ZXS_ELF_SOURCE_DWARF = 3,   // DWARF subprogram, via libdw (maybe a separate debug file)
 } zxs_elf_symbol_source_t;
 
+// A function inlined at the looked-up address (see zxs_elf_location_t.inlined).
+typedef struct zxs_elf_inline_frame {
+  const char* name;  // as in the file (linkage name preferred); NULL if DWARF gives none
+  const char* file;  // where this frame is at the address; NULL if unknown
+  uint32_t line;     // 0 if unknown
+  uint32_t column;   // 0 if unknown
+} zxs_elf_inline_frame_t;
+
 // The result of a lookup. Strings stay valid until zxs_elf_close() of the handle.
 typedef struct zxs_elf_location {
   const char* name;                // function name as in the file (not demangled); NULL if none
@@ -46,6 +54,12 @@ typedef struct zxs_elf_location {
   const char* file;                // source file (path as recorded in DWARF); NULL if unknown
   uint32_t line;                   // 1-based; 0 if unknown
   uint32_t column;                 // 1-based; 0 if unknown
+  // With libdw, the calls inlined at the address, innermost first. The innermost has the
+  // address's own line; each other frame, and then `file`/`line` above, the call site of the
+  // frame inside it, so that every function gets its own line. Points into the handle: valid
+  // until the next lookup or zxs_elf_close(). NULL and 0 when nothing is inlined there.
+  const zxs_elf_inline_frame_t* inlined;
+  size_t inline_count;
 } zxs_elf_location_t;
 
 // Opens and indexes the ELF file at `path`: reads its headers, symbol tables and build ID, then
@@ -77,7 +91,7 @@ zx_status_t zxs_elf_load_segments(const zxs_elf_t* elf, const zxs_segment_t** se
 // How many function symbols were indexed (after merging aliases at one address).
 size_t zxs_elf_symbol_count(const zxs_elf_t* elf);
 
-// Whether this build can give source lines (compiled with ZXS_HAVE_LIBDW=1).
+// Whether this build can give source lines and inline frames (compiled with ZXS_HAVE_LIBDW=1).
 bool zxs_elf_have_line_info(void);
 
 // Lookup flags.
@@ -88,17 +102,18 @@ bool zxs_elf_have_line_info(void);
 // the call instruction), while `offset` is still reported from the address given. The caller
 // must not subtract 1 itself as well. The innermost PC is looked up without the flag.
 #define ZXS_ELF_LOOKUP_RETURN_ADDRESS (1u << 0)
-// Names only: skip libdw even when it is available (cheaper).
+// Names only: skip libdw even when it is available (cheaper; no lines, no inline frames).
 #define ZXS_ELF_LOOKUP_NO_LINES (1u << 1)
 
 // Symbolizes file address `address`: the function whose symbol covers it (a sized symbol's
 // [start, start + size), or for size-0 symbols up to the next symbol or the end of its
-// section), and with libdw the source file, line and column. Where the symbol tables have no
-// cover but DWARF has (e.g. a stripped file with a separate debug file), the DWARF function
-// name is used. Among aliases at one address it prefers sized, global, FUNC, then the fewest
-// leading underscores (so "malloc" over "__libc_malloc"). Returns ZX_OK when a name or a line
-// was found (*out filled; name or file may still be NULL), ZX_ERR_NOT_FOUND when neither was,
-// ZX_ERR_INVALID_ARGS for NULL arguments or unknown flags. Not thread-safe (see zxs_elf_t).
+// section), and with libdw the source file, line and column, and the calls inlined there.
+// Where the symbol tables have no cover but DWARF has (e.g. a stripped file with a separate
+// debug file), the DWARF function name is used. Among aliases at one address it prefers sized,
+// global, FUNC, then the fewest leading underscores (so "malloc" over "__libc_malloc"). Returns
+// ZX_OK when a name or a line was found (*out filled; name or file may still be NULL),
+// ZX_ERR_NOT_FOUND when neither was, ZX_ERR_INVALID_ARGS for NULL arguments or unknown flags. Not
+// thread-safe (see zxs_elf_t).
 zx_status_t zxs_elf_lookup(zxs_elf_t* elf, uint64_t address, uint32_t flags,
                            zxs_elf_location_t* out);
 

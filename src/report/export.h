@@ -49,14 +49,15 @@
 //   interrupted instruction (frame 0), address - 1 for a return address (every other frame):
 //   inside the call, which is what the location's function and line describe.
 // - A Location has one Line (function, line) when its function is known, none otherwise (pprof
-//   can then symbolize it from the binary, found by build ID or path). Functions are
+//   can then symbolize it from the binary, found by build ID or path), preceded by one Line per
+//   call inlined there, innermost first, each with its own line. Functions are
 //   deduplicated by (name, file); name == system_name (names are stored demangled or not as
 //   the symbolizer gave them).
 // - One Mapping per module with loaded segments (id = module index + 1): memory_start/limit
 //   and file_offset from its first executable segment (its first non-empty segment if none is
 //   executable), filename = path, build_id = lowercase hex. has_functions / has_filenames /
-//   has_line_numbers are set when every location of the module has them (pprof leaves such
-//   mappings alone).
+//   has_line_numbers / has_inline_frames are set when any location of the module has them
+//   (pprof then leaves the mapping alone rather than symbolizing the binary itself).
 // - duration_nanos spans the first to the last sample's ticks plus one period (each sample
 //   stands for one period); a comment names the process.
 //
@@ -72,9 +73,10 @@ zx_status_t zxs_export_pprof_encode(const zxs_profile_t* profile, uint8_t** data
 // Brendan Gregg's collapsed-stack format (flamegraph.pl, speedscope, inferno, ...): one line
 // per unique stack, "outer;...;inner COUNT\n", frames outermost first, sorted by byte order
 // (as LC_ALL=C sort). Frames are labelled as said above (identical labels of different
-// addresses merge). In labels, ';' becomes ':' and control characters (newlines, tabs)
-// become ' '; an empty label is "[unknown]". `flags`: 0 or ZXS_EXPORT_THREAD_ROOT[_TID].
-// An empty profile writes nothing.
+// addresses merge); a location with inlined calls is several frames, each inlined one
+// labelled "<function> (inlined)". In labels, ';' becomes ':' and control characters (newlines,
+// tabs) become ' '; an empty label is "[unknown]". `flags`: 0 or ZXS_EXPORT_THREAD_ROOT[_TID]. An
+// empty profile writes nothing.
 zx_status_t zxs_export_folded(const zxs_profile_t* profile, uint32_t flags, FILE* out);
 
 // --- Flame graph ----------------------------------------------------------------------------
@@ -122,7 +124,8 @@ zx_status_t zxs_export_markup_modules(const zxs_module_list_t* modules, FILE* ou
 //
 // A text report: a header (process, samples, threads with samples, period, duration as for
 // pprof, in ms), then
-// one row per function label: self (samples where it is the innermost frame) and total
+// one row per function label, inlined calls as their own "<function> (inlined)" rows:
+// self (samples where it is the innermost frame) and total
 // (samples where it is anywhere in the stack, once per sample even when recursive), as counts
 // and percent of all samples, sorted by self (then total, then name) descending; the first
 // `max_rows` rows (0 = all).

@@ -37,6 +37,7 @@ enum {
   kMappingHasFunctions = 7,
   kMappingHasFilenames = 8,
   kMappingHasLineNumbers = 9,
+  kMappingHasInlineFrames = 10,
   kLocationId = 1,
   kLocationMappingId = 2,
   kLocationAddress = 3,
@@ -55,6 +56,7 @@ typedef struct pprof_state {
   zxs_strtab_t strings;
   bool no_memory;
   uint64_t* location_function;  // function id per location, 0 = none
+  uint64_t* inline_function;    // function id per inline frame of the profile
   uint64_t function_count;
 } pprof_state_t;
 
@@ -82,42 +84,58 @@ typedef struct function_key {
   uint64_t id;  // 0 = empty slot
 } function_key_t;
 
+typedef struct function_table {
+  function_key_t* slots;
+  size_t slot_count;  // a power of two, at least twice the names to add
+} function_table_t;
+
+// The id of function (name, file), written to the profile when new; 0 for no name.
+static uint64_t function_id(pprof_state_t* st, function_table_t* t, const char* function,
+                            const char* system_name, const char* file_name) {
+  if (function == NULL || function[0] == '\0') {
+    return 0;
+  }
+  uint64_t name = str(st, function);
+  uint64_t file = str(st, file_name);
+  size_t at = (size_t)((name * 0x9E3779B97F4A7C15ull) ^ file) & (t->slot_count - 1);
+  while (t->slots[at].id != 0 && (t->slots[at].name != name || t->slots[at].file != file)) {
+    at = (at + 1) & (t->slot_count - 1);
+  }
+  if (t->slots[at].id == 0) {
+    t->slots[at] = (function_key_t){.name = name, .file = file, .id = ++st->function_count};
+    size_t mark = zxs_pb_begin(&st->pb, kProfileFunction);
+    zxs_pb_varint_field(&st->pb, kFunctionId, t->slots[at].id);
+    zxs_pb_varint_field(&st->pb, kFunctionName, name);
+    zxs_pb_varint_field(&st->pb, kFunctionSystemName,
+                        system_name != NULL ? str(st, system_name) : name);
+    zxs_pb_varint_field_nz(&st->pb, kFunctionFilename, file);
+    zxs_pb_end(&st->pb, mark);
+  }
+  return t->slots[at].id;
+}
+
 static bool write_functions(pprof_state_t* st) {
   const zxs_profile_t* p = st->profile;
-  size_t slot_count = 64;
-  while (slot_count < p->location_count * 2) {
-    slot_count *= 2;
+  function_table_t t = {.slot_count = 64};
+  while (t.slot_count < (p->location_count + p->inline_frame_count) * 2) {
+    t.slot_count *= 2;
   }
-  function_key_t* slots = calloc(slot_count, sizeof(slots[0]));
+  t.slots = calloc(t.slot_count, sizeof(t.slots[0]));
   st->location_function = calloc(p->location_count + 1, sizeof(uint64_t));
-  if (slots == NULL || st->location_function == NULL) {
-    free(slots);
+  st->inline_function = calloc(p->inline_frame_count + 1, sizeof(uint64_t));
+  if (t.slots == NULL || st->location_function == NULL || st->inline_function == NULL) {
+    free(t.slots);
     return false;
   }
   for (size_t i = 0; i < p->location_count; i++) {
     const zxs_profile_location_t* loc = &p->locations[i];
-    if (loc->function == NULL || loc->function[0] == '\0') {
-      continue;
-    }
-    uint64_t name = str(st, loc->function);
-    uint64_t file = str(st, loc->file);
-    size_t at = (size_t)((name * 0x9E3779B97F4A7C15ull) ^ file) & (slot_count - 1);
-    while (slots[at].id != 0 && (slots[at].name != name || slots[at].file != file)) {
-      at = (at + 1) & (slot_count - 1);
-    }
-    if (slots[at].id == 0) {
-      slots[at] = (function_key_t){.name = name, .file = file, .id = ++st->function_count};
-      size_t mark = zxs_pb_begin(&st->pb, kProfileFunction);
-      zxs_pb_varint_field(&st->pb, kFunctionId, slots[at].id);
-      zxs_pb_varint_field(&st->pb, kFunctionName, name);
-      zxs_pb_varint_field(&st->pb, kFunctionSystemName,
-                          loc->system_name != NULL ? str(st, loc->system_name) : name);
-      zxs_pb_varint_field_nz(&st->pb, kFunctionFilename, file);
-      zxs_pb_end(&st->pb, mark);
-    }
-    st->location_function[i] = slots[at].id;
+    st->location_function[i] = function_id(st, &t, loc->function, loc->system_name, loc->file);
   }
-  free(slots);
+  for (size_t i = 0; i < p->inline_frame_count; i++) {
+    const zxs_profile_inline_frame_t* f = &p->inline_frames[i];
+    st->inline_function[i] = function_id(st, &t, f->function, f->system_name, f->file);
+  }
+  free(t.slots);
   return true;
 }
 
@@ -150,6 +168,7 @@ enum {
   kModuleHasFunction = 2,
   kModuleHasFile = 4,
   kModuleHasLine = 8,
+  kModuleHasInline = 16,
 };
 
 static bool write_mappings(pprof_state_t* st) {
@@ -168,6 +187,7 @@ static bool write_mappings(pprof_state_t* st) {
     *m |= loc->function != NULL && loc->function[0] != '\0' ? kModuleHasFunction : 0;
     *m |= loc->file != NULL && loc->file[0] != '\0' ? kModuleHasFile : 0;
     *m |= loc->line != 0 ? kModuleHasLine : 0;
+    *m |= loc->inline_count > 0 ? kModuleHasInline : 0;
   }
   for (size_t i = 0; i < p->modules.count; i++) {
     const zxs_module_t* m = &p->modules.modules[i];
@@ -191,10 +211,20 @@ static bool write_mappings(pprof_state_t* st) {
     zxs_pb_varint_field_nz(&st->pb, kMappingHasFunctions, used && (seen[i] & kModuleHasFunction));
     zxs_pb_varint_field_nz(&st->pb, kMappingHasFilenames, used && (seen[i] & kModuleHasFile));
     zxs_pb_varint_field_nz(&st->pb, kMappingHasLineNumbers, used && (seen[i] & kModuleHasLine));
+    zxs_pb_varint_field_nz(&st->pb, kMappingHasInlineFrames, used && (seen[i] & kModuleHasInline));
     zxs_pb_end(&st->pb, mark);
   }
   free(seen);
   return true;
+}
+
+static void write_line(pprof_state_t* st, uint64_t function, uint32_t line_number) {
+  if (function != 0) {
+    size_t line = zxs_pb_begin(&st->pb, kLocationLine);
+    zxs_pb_varint_field(&st->pb, kLineFunctionId, function);
+    zxs_pb_varint_field_nz(&st->pb, kLineLine, line_number);
+    zxs_pb_end(&st->pb, line);
+  }
 }
 
 static void write_locations(pprof_state_t* st) {
@@ -211,12 +241,12 @@ static void write_locations(pprof_state_t* st) {
     zxs_pb_varint_field(&st->pb, kLocationId, i + 1);
     zxs_pb_varint_field_nz(&st->pb, kLocationMappingId, mapping);
     zxs_pb_varint_field_nz(&st->pb, kLocationAddress, address);
-    if (st->location_function[i] != 0) {
-      size_t line = zxs_pb_begin(&st->pb, kLocationLine);
-      zxs_pb_varint_field(&st->pb, kLineFunctionId, st->location_function[i]);
-      zxs_pb_varint_field_nz(&st->pb, kLineLine, loc->line);
-      zxs_pb_end(&st->pb, line);
+    // Inlined calls first, innermost first, then the function they were inlined into.
+    for (uint32_t k = 0; k < loc->inline_count; k++) {
+      const zxs_profile_inline_frame_t* f = &p->inline_frames[loc->inline_first + k];
+      write_line(st, st->inline_function[loc->inline_first + k], f->line);
     }
+    write_line(st, st->location_function[i], loc->line);
     zxs_pb_end(&st->pb, mark);
   }
 }
@@ -384,6 +414,7 @@ zx_status_t zxs_export_pprof_encode(const zxs_profile_t* profile, uint8_t** data
   zxs_pb_free(&st.pb);
   zxs_strtab_free(&st.strings);
   free(st.location_function);
+  free(st.inline_function);
   return status;
 }
 

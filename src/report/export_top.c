@@ -9,6 +9,7 @@
 typedef struct top_state {
   const zxs_profile_t* profile;
   uint32_t* location_function;  // label index per location
+  uint32_t* inline_function;    // label index per inline frame of the profile
   zxs_strtab_t labels;
   uint64_t* self;  // per label
   uint64_t* total;
@@ -72,12 +73,18 @@ static bool write_table(top_state_t* st, bool all_threads, zx_koid_t tid, size_t
     }
     samples++;
     const uint32_t* frames = p->frames + s->first_frame;
-    st->self[st->location_function[frames[0]]]++;
+    const zxs_profile_location_t* leaf = &p->locations[frames[0]];
+    st->self[leaf->inline_count > 0 ? st->inline_function[leaf->inline_first]
+                                    : st->location_function[frames[0]]]++;
     for (uint32_t d = 0; d < s->depth; d++) {
-      uint32_t f = st->location_function[frames[d]];
-      if (st->stamp[f] != i + 1) {  // once per sample, even when recursive
-        st->stamp[f] = i + 1;
-        st->total[f]++;
+      const zxs_profile_location_t* loc = &p->locations[frames[d]];
+      for (uint32_t k = 0; k <= loc->inline_count; k++) {
+        uint32_t f = k < loc->inline_count ? st->inline_function[loc->inline_first + k]
+                                           : st->location_function[frames[d]];
+        if (st->stamp[f] != i + 1) {  // once per sample, even when recursive
+          st->stamp[f] = i + 1;
+          st->total[f]++;
+        }
       }
     }
   }
@@ -240,6 +247,13 @@ static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out)
   fputs("\n", out);
 }
 
+// Interns the label built in `label` and frees it; -1 when out of memory.
+static int64_t intern_built(top_state_t* st, zxs_sb_t* label) {
+  int64_t index = label->failed ? -1 : zxs_strtab_intern(&st->labels, zxs_sb_str(label));
+  zxs_sb_free(label);
+  return index;
+}
+
 // Labels as in the other exports (control characters are blanked when written), but code
 // without a name grouped by module unless asked for addresses.
 static int64_t intern_label(top_state_t* st, uint32_t location) {
@@ -252,9 +266,7 @@ static int64_t intern_label(top_state_t* st, uint32_t location) {
   } else {
     zxs_export_append_label(&label, st->profile, location);
   }
-  int64_t index = label.failed ? -1 : zxs_strtab_intern(&st->labels, zxs_sb_str(&label));
-  zxs_sb_free(&label);
-  return index;
+  return intern_built(st, &label);
 }
 
 zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32_t flags,
@@ -270,8 +282,19 @@ zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32
   zxs_thread_index_t names = {0};
   status = ZX_ERR_NO_MEMORY;
   st.location_function = malloc((profile->location_count + 1) * sizeof(uint32_t));
-  if (failed || st.location_function == NULL || zxs_thread_index_init(&names, profile) != ZX_OK) {
+  st.inline_function = malloc((profile->inline_frame_count + 1) * sizeof(uint32_t));
+  if (failed || st.location_function == NULL || st.inline_function == NULL ||
+      zxs_thread_index_init(&names, profile) != ZX_OK) {
     goto done;
+  }
+  for (size_t i = 0; i < profile->inline_frame_count; i++) {
+    zxs_sb_t label = {0};
+    zxs_export_append_inline_label(&label, &profile->inline_frames[i]);
+    int64_t index = intern_built(&st, &label);
+    if (index < 0) {
+      goto done;
+    }
+    st.inline_function[i] = (uint32_t)index;
   }
   for (size_t i = 0; i < profile->location_count; i++) {
     int64_t index = intern_label(&st, (uint32_t)i);
@@ -314,6 +337,7 @@ zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32
 done:
   free(threads);
   free(st.location_function);
+  free(st.inline_function);
   free(st.self);
   free(st.total);
   free(st.stamp);

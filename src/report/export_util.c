@@ -18,6 +18,7 @@ zx_status_t zxs_export_check(const zxs_profile_t* profile, const void* out) {
       (profile->location_count > 0 && profile->locations == NULL) ||
       (profile->sample_count > 0 && profile->samples == NULL) ||
       (profile->frame_count > 0 && profile->frames == NULL) ||
+      (profile->inline_frame_count > 0 && profile->inline_frames == NULL) ||
       (profile->modules.count > 0 && profile->modules.modules == NULL)) {
     return ZX_ERR_INVALID_ARGS;
   }
@@ -28,8 +29,10 @@ zx_status_t zxs_export_check(const zxs_profile_t* profile, const void* out) {
     }
   }
   for (size_t i = 0; i < profile->location_count; i++) {
-    int32_t module = profile->locations[i].module;
-    if (module < -1 || (module >= 0 && (size_t)module >= profile->modules.count)) {
+    const zxs_profile_location_t* loc = &profile->locations[i];
+    if (loc->module < -1 || (loc->module >= 0 && (size_t)loc->module >= profile->modules.count) ||
+        loc->inline_first > profile->inline_frame_count ||
+        loc->inline_count > profile->inline_frame_count - loc->inline_first) {
       return ZX_ERR_INVALID_ARGS;
     }
   }
@@ -143,6 +146,11 @@ void zxs_export_append_label(zxs_sb_t* sb, const zxs_profile_t* profile, uint32_
   } else {
     zxs_sb_printf(sb, "0x%" PRIx64, loc->address);
   }
+}
+
+void zxs_export_append_inline_label(zxs_sb_t* sb, const zxs_profile_inline_frame_t* frame) {
+  zxs_sb_puts(sb, frame->function != NULL && frame->function[0] != '\0' ? frame->function : "??");
+  zxs_sb_puts(sb, ZXS_EXPORT_INLINED_SUFFIX);
 }
 
 uint64_t zxs_export_duration_ns(const zxs_profile_t* p) {
@@ -352,11 +360,24 @@ static void append_folded_safe(zxs_sb_t* sb, const char* s) {
   }
 }
 
+// The location's frames, outermost first: its function, then the calls inlined into it.
 static char* folded_label(const zxs_profile_t* profile, uint32_t location) {
+  const zxs_profile_location_t* loc = &profile->locations[location];
   zxs_sb_t raw = {0};
-  zxs_export_append_label(&raw, profile, location);
   zxs_sb_t safe = {0};
-  append_folded_safe(&safe, zxs_sb_str(&raw));
+  for (uint32_t k = loc->inline_count + 1; k > 0; k--) {
+    if (raw.data != NULL) {
+      raw.len = 0;
+      raw.data[0] = '\0';
+    }
+    if (k == loc->inline_count + 1) {
+      zxs_export_append_label(&raw, profile, location);
+    } else {
+      zxs_export_append_inline_label(&raw, &profile->inline_frames[loc->inline_first + k - 1]);
+      zxs_sb_append(&safe, ";", 1);
+    }
+    append_folded_safe(&safe, zxs_sb_str(&raw));
+  }
   bool failed = raw.failed || safe.failed;
   zxs_sb_free(&raw);
   if (failed) {

@@ -40,6 +40,11 @@ void zxs_sb_free(zxs_sb_t* sb);
 // address>", else "0x<address>". Raw: no escaping.
 void zxs_export_append_label(zxs_sb_t* sb, const zxs_profile_t* profile, uint32_t location);
 
+// Inline frames are labelled "<function> (inlined)" ("??" when unnamed), as perf shows them,
+// so that a function inlined and the same one called stay apart.
+#define ZXS_EXPORT_INLINED_SUFFIX " (inlined)"
+void zxs_export_append_inline_label(zxs_sb_t* sb, const zxs_profile_inline_frame_t* frame);
+
 // The base name of a path (after the last '/'); "" for NULL.
 const char* zxs_export_basename(const char* path);
 

@@ -48,6 +48,7 @@ void zxs_profile_free(zxs_profile_t* profile) {
   free(profile->locations);
   free(profile->samples);
   free(profile->frames);
+  free(profile->inline_frames);
   memset(profile, 0, sizeof(*profile));
 }
 

@@ -14,6 +14,14 @@
 
 #include "modules.h"
 
+// A call inlined at a location (pprof: one more Line of its Location).
+typedef struct zxs_profile_inline_frame {
+  const char* function;     // NULL if unknown; demangled
+  const char* system_name;  // the name in the binary when `function` was demangled from it
+  const char* file;         // NULL if unknown
+  uint32_t line;            // 0 if unknown
+} zxs_profile_inline_frame_t;
+
 typedef struct zxs_profile_location {
   uint64_t address;         // as sampled (a return address is not adjusted here)
   bool is_return_address;   // symbolized at address - 1
@@ -23,7 +31,11 @@ typedef struct zxs_profile_location {
   const char* function;     // NULL if unknown; demangled
   const char* system_name;  // the name in the binary when `function` was demangled from it
   const char* file;         // NULL if unknown
-  uint32_t line;            // 0 if unknown
+  uint32_t line;            // 0 if unknown; with inline frames, the call site of the outermost
+  // Calls inlined here, innermost first: inline_frames[inline_first .. + inline_count). The
+  // fields above then describe the function the code was inlined into.
+  size_t inline_first;
+  uint32_t inline_count;
 } zxs_profile_location_t;
 
 // One process object of the trace (one program image: a process that called exec is a new
@@ -86,6 +98,8 @@ typedef struct zxs_profile {
   size_t sample_count;
   uint32_t* frames;  // location indices, innermost first per sample
   size_t frame_count;
+  zxs_profile_inline_frame_t* inline_frames;  // see zxs_profile_location_t
+  size_t inline_frame_count;
   void* strings;  // zxs_profile_strdup()'s allocations (a chain)
 } zxs_profile_t;
 

@@ -321,7 +321,50 @@ static const zxs_profile_kernel_symbol_t* find_kernel_symbol(const zxs_profile_t
   return address < sym->end ? sym : NULL;
 }
 
+// Demangled into *function, with the raw name in *system_name when they differ. False when out
+// of memory.
+static bool set_name(zxs_profile_t* p, const char* name, const char** function,
+                     const char** system_name) {
+  char* demangled = zxs_demangle(name);
+  *function = zxs_profile_strdup(p, demangled != NULL ? demangled : name);
+  if (demangled != NULL) *system_name = zxs_profile_strdup(p, name);
+  bool ok = *function != NULL && (demangled == NULL || *system_name != NULL);
+  free(demangled);
+  return ok;
+}
+
+static zx_status_t add_inline_frames(zxs_profile_t* p, zxs_profile_location_t* loc,
+                                     const zxs_elf_location_t* where, size_t* capacity) {
+  if (where->inline_count > UINT32_MAX ||
+      where->inline_count > SIZE_MAX / sizeof(zxs_profile_inline_frame_t) - p->inline_frame_count) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  size_t needed = p->inline_frame_count + where->inline_count;
+  if (needed > *capacity) {
+    size_t grown_capacity = *capacity == 0 ? 64 : *capacity;
+    while (grown_capacity < needed) grown_capacity *= 2;
+    zxs_profile_inline_frame_t* grown = realloc(p->inline_frames, grown_capacity * sizeof(*grown));
+    if (grown == NULL) return ZX_ERR_NO_MEMORY;
+    p->inline_frames = grown;
+    *capacity = grown_capacity;
+  }
+  for (size_t i = 0; i < where->inline_count; i++) {
+    const zxs_elf_inline_frame_t* in = &where->inlined[i];
+    zxs_profile_inline_frame_t* f = &p->inline_frames[p->inline_frame_count + i];
+    *f = (zxs_profile_inline_frame_t){.line = in->line};
+    if ((in->name != NULL && !set_name(p, in->name, &f->function, &f->system_name)) ||
+        (in->file != NULL && (f->file = zxs_profile_strdup(p, in->file)) == NULL)) {
+      return ZX_ERR_NO_MEMORY;
+    }
+  }
+  loc->inline_first = p->inline_frame_count;
+  loc->inline_count = (uint32_t)where->inline_count;
+  p->inline_frame_count = needed;
+  return ZX_OK;
+}
+
 static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso) {
+  size_t inline_capacity = 0;
   zxs_elf_t** elves = calloc(p->modules.count + 1, sizeof(*elves));
   bool* tried = calloc(p->modules.count + 1, sizeof(*tried));
   zx_status_t status = elves != NULL && tried != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
@@ -361,19 +404,16 @@ static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso) {
                        &where) != ZX_OK) {
       continue;
     }
-    if (where.name != NULL) {
-      char* demangled = zxs_demangle(where.name);
-      loc->function = zxs_profile_strdup(p, demangled != NULL ? demangled : where.name);
-      if (demangled != NULL) loc->system_name = zxs_profile_strdup(p, where.name);
-      if (loc->function == NULL || (demangled != NULL && loc->system_name == NULL)) {
-        status = ZX_ERR_NO_MEMORY;
-      }
-      free(demangled);
+    if (where.name != NULL && !set_name(p, where.name, &loc->function, &loc->system_name)) {
+      status = ZX_ERR_NO_MEMORY;
     }
     if (where.file != NULL && (loc->file = zxs_profile_strdup(p, where.file)) == NULL) {
       status = ZX_ERR_NO_MEMORY;
     }
     loc->line = where.line;
+    if (where.inline_count > 0 && status == ZX_OK) {
+      status = add_inline_frames(p, loc, &where, &inline_capacity);
+    }
   }
   for (size_t i = 0; elves != NULL && i < p->modules.count; i++) {
     if (elves[i] != NULL) zxs_elf_close(elves[i]);

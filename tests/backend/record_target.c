@@ -128,7 +128,12 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "abort") == 0) abort();
   if (strcmp(mode, "segv") == 0) raise(SIGSEGV);
   if (strcmp(mode, "kill9") == 0) kill(getpid(), SIGKILL);
-  if (strcmp(mode, "exec") == 0) execlp("sh", "sh", "-c", "exit 9", (char*)NULL);
+  if (strcmp(mode, "exec") == 0) {
+    // The new program spins ~50 ms so that it earns samples of its own (an `exit 9` alone ran
+    // for less than one period and was sometimes not sampled at all).
+    execlp("sh", "sh", "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exit 9",
+           (char*)NULL);
+  }
   if (strcmp(mode, "thread_exit") == 0) {
     pthread_t thread;
     pthread_create(&thread, NULL, exit_from_thread, NULL);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reads our pprof export with Go's own pprof (`go tool pprof`): the hand-built profile of
-# test_export_fixture.h must show its function names, counts, labels and mappings.
-#   check_pprof_with_go.sh PATH/TO/test_export_write_pprof
+# test_export_fixture.h must show its function names, counts, labels and mappings; with a
+# second argument, the inline frames of test_inline_frames' profile must show as Go reads them.
+#   check_pprof_with_go.sh PATH/TO/test_export_write_pprof [PATH/TO/test_inline_frames]
 # Exits 77 (skipped) when `go` is not installed (Debian: golang-go). Works offline: everything
 # Go might write or fetch is pointed at a temporary directory and the module proxy is off.
 set -euo pipefail
@@ -66,6 +67,35 @@ expect raw "$tmp/raw.txt" '^1: 0x555500001000/0x555500003000/0x1000 /usr/bin/app
 expect raw "$tmp/raw.txt" '^2: 0x7f0000001000/0x7f0000002000/0x1000 /lib/libfoo\.so 101112131415161718191a1b1c1d1e1f20212223 \[FN\]'
 # A module whose functions we named says so, so go pprof shows our names, not the mapping's.
 expect top "$tmp/top.txt" ' foo_work$'
+
+# One Location with a Line per function, innermost first, each with its own line; the mapping
+# says it has inline frames; -top marks the inlined ones. (No frames listed: built without libdw.)
+inline_writer=${2:-}
+if [ -n "$inline_writer" ]; then
+  "$inline_writer" "$tmp/inline.pb.gz" >"$tmp/inline.expect"
+  go tool pprof -raw "$tmp/inline.pb.gz" >"$tmp/inline.raw" 2>/dev/null
+  go tool pprof -top "$tmp/inline.pb.gz" >"$tmp/inline.top" 2>/dev/null
+  echo "--- go tool pprof -raw (inline frames)"
+  cat "$tmp/inline.raw"
+  mapfile -t frames <"$tmp/inline.expect"
+  if [ "${#frames[@]}" -gt 1 ]; then
+    # The location's first line, then the others, each "NAME FILE:LINE s=0".
+    read -r name line <<<"${frames[0]}"
+    grep -E -A $((${#frames[@]} - 1)) -- ": 0x[0-9a-f]+ M=1 $name [^ ]*inline_code\.c:$line s=0$" \
+      "$tmp/inline.raw" >"$tmp/inline.found" || true
+    for k in "${!frames[@]}"; do
+      read -r name line <<<"${frames[$k]}"
+      if ! sed -n "$((k + 1))p" "$tmp/inline.found" |
+        grep -Eq -- " $name [^ ]*inline_code\.c:$line s=0$"; then
+        echo "FAIL (inline raw): line $((k + 1)) of the location is not $name at line $line"
+        failures=$((failures + 1))
+      fi
+    done
+    expect inline "$tmp/inline.raw" '^1: .*test_inline_frames .*\[IN\]$'
+    expect inline "$tmp/inline.top" ' inline_inner \(inline\)$'
+    expect inline "$tmp/inline.top" ' inline_middle \(inline\)$'
+  fi
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "--- stderr of go tool pprof -top"
