@@ -2,11 +2,12 @@
 # Installs the Debian 12 packages the build, the tests and the demo need (as root). Does
 # nothing when they are all there already.
 set -euo pipefail
-# Build: compilers, meson, ninja, cmocka, zlib; optional: libunwind, libdw (file:line).
+# Build: compilers, meson, ninja, cmocka, zlib; optional: libunwind, libdw (file:line);
+# clang-format (CI checks the tree's format).
 # Independent consumers the tests check our formats with: go tool pprof, xmllint,
 # llvm-symbolizer 16 (--filter-markup); spin for the protocol model; clang for TSan; debuginfod
 # (a server the tests start on 127.0.0.1, and the client library libdw loads).
-packages=(build-essential g++ clang pkg-config meson ninja-build libcmocka-dev zlib1g-dev
+packages=(build-essential g++ clang clang-format pkg-config meson ninja-build libcmocka-dev zlib1g-dev
           libunwind-dev libdw-dev golang-go libxml2-utils llvm-16 spin debuginfod)
 missing=()
 for p in "${packages[@]}"; do
