@@ -36,6 +36,7 @@
 #include <zxsampler/sampler.h>
 
 #include "cli.h"
+#include "trace_file.h"
 
 #define OS_USER (ZXS_PERFMON_EVENT_FLAG_COLLECT_OS | ZXS_PERFMON_EVENT_FLAG_COLLECT_USER)
 #define DEFAULT_STAT_EVENTS "cpu-clock,context-switches,cpu-migrations,page-faults"
@@ -1085,7 +1086,7 @@ static zxs_fxt_str_ref_t str(const char* s) { return zxs_fxt_str_inline(s, strle
 // The trace file's layout is README's "Trace files": what zxsampler record writes, with
 // one-PC samples.
 static zx_status_t write_trace(FILE* f, const pcs_t* pcs, const child_t* child, uint64_t tps,
-                               zx_duration_t period) {
+                               zx_duration_t period, bool kernel) {
   zxs_fxt_buf_t buf;
   zxs_fxt_buf_init(&buf);
   zxs_fxt_write_magic(&buf);
@@ -1093,11 +1094,18 @@ static zx_status_t write_trace(FILE* f, const pcs_t* pcs, const child_t* child, 
   zxs_fxt_write_provider_section(&buf, 1);
   zxs_fxt_write_initialization(&buf, tps);
   if (pcs->pid != 0) {
-    zxs_fxt_arg_t period_arg = {.type = ZXS_FXT_ARG_UINT64, .name = str("sampling_period_ns")};
-    period_arg.u64 = (uint64_t)period;
+    // The process's arguments as `zxsampler record` writes them, with what was sampled: the
+    // report says whether kernel time is seen.
+    const zxs_fxt_arg_t process_args[] = {
+        {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PERIOD_ARG), .u64 = (uint64_t)period},
+        {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PID_ARG), .u64 = pcs->pid},
+        {.type = ZXS_FXT_ARG_STRING,
+         .name = str(ZXS_TRACE_SAMPLED_ARG),
+         .str = str(kernel ? "user+kernel" : "user")}};
     zxs_fxt_kernel_object_t process = {
         .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = pcs->pid, .name = str(child->comm)};
-    zxs_fxt_write_kernel_object(&buf, &process, &period_arg, 1);
+    zxs_fxt_write_kernel_object(&buf, &process, process_args,
+                                sizeof(process_args) / sizeof(process_args[0]));
     for (size_t i = 0; i < child->thread_count; i++) {
       zxs_fxt_arg_t process_arg = {.type = ZXS_FXT_ARG_KOID, .name = str("process")};
       process_arg.koid = pcs->pid;
@@ -1180,9 +1188,11 @@ static int record_command(int argc, char** argv) {
   }
   zx_duration_t period = 0;
   bool sampling = false;
+  bool kernel = false;  // some sampled event counts in kernel mode: its PCs can be the kernel's
   for (uint32_t i = 0; i < events.count; i++) {
     if (events.ev[i].rate == 0) continue;
     sampling = true;
+    kernel |= (events.ev[i].flags & ZXS_PERFMON_EVENT_FLAG_COLLECT_OS) != 0;
     // The clocks count nanoseconds: their rate is the sampling period.
     const char* name = zxs_perfmon_event_name(events.ev[i].id);
     if (period == 0 && name != NULL &&
@@ -1219,7 +1229,7 @@ static int record_command(int argc, char** argv) {
     snprintf(trace, sizeof(trace), format == ZXS_FORMAT_FXT ? "%s" : "%s.fxt.tmp", output);
     FILE* f = fopen(trace, "we");
     zx_status_t status =
-        f != NULL ? write_trace(f, &pcs, &child, (uint64_t)tps, period) : ZX_ERR_IO;
+        f != NULL ? write_trace(f, &pcs, &child, (uint64_t)tps, period, kernel) : ZX_ERR_IO;
     if (f != NULL && fclose(f) != 0) status = ZX_ERR_IO;
     if (status != ZX_OK) {
       fprintf(stderr, "%s: cannot write %s: %s\n", g_prog, trace,

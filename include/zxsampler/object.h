@@ -122,8 +122,13 @@ ZXS_API zx_status_t zxs_thread_get(pthread_t thread, zx_handle_t* out);
 // from the first runtime query on the thread (get_info or zxs_task_runtime_fields() on its
 // handle), so threads that want them from the start query once early; nothing is measured (and
 // nothing costs) before. A query on the process handle begins measuring every live thread.
+// cpu_time of a thread that exited is its total up to the exit when the thread had page-fault or
+// lock events open (their running time), else its value when the library last read it.
 // queue_time of a thread that exited is its value when the library last read it (exact for
-// threads that queried through their own zx_thread_self() handle: they are read as they exit).
+// threads that queried through their own zx_thread_self() handle: they are read as they exit;
+// Linux keeps no run delay of an exited thread, so for the others, and in the process's sum,
+// the queue time between that last read and the exit is missing, and threads that exited
+// before any query add none).
 // Each thread measured for page faults and locks holds 6 file descriptors and a 36 KiB perf ring
 // (locked memory, shared with the sampler's perf-ring source): at most RLIMIT_NOFILE/32 threads
 // are (ZXSAMPLER_RUNTIME_MAX_THREADS=N changes it); the others get cpu and queue time only, and

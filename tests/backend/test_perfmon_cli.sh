@@ -168,10 +168,12 @@ echo "record: hot function first in the report: '${first:-none}' (of ${samples:-
 check "the samples land in the hot function (first: '$first')" [ "$first" = perfmon_hot_spin ]
 check "the report names the process" grep -q "Process: perfmon_worklo" "$T/top.txt"
 check "the period is the rate in ns" grep -q "Period: 200000 ns" "$T/top.txt"
+check "the report says kernel time is sampled too" grep -q "^Sampled: user and kernel" "$T/top.txt"
 pm record -e cpu-clock@200000 -f pprof -o "$T/spin.pb.gz" -- "$WL" spin 200 >/dev/null 2>&1
 check "record -f pprof writes a gzip file" sh -c "gzip -t '$T/spin.pb.gz'"
 pm record -e cpu-clock:u@200000 -f top -o "$T/spin.top" -- "$WL" spin 200 >/dev/null 2>&1
 check "record -f top (user mode only) names the hot function" grep -q perfmon_hot_spin "$T/spin.top"
 check "... and no kernel address" sh -c "! grep -q '0xffff' '$T/spin.top'"
+check "... and says it sampled user code only" grep -q "^Sampled: user code only" "$T/spin.top"
 
 finish

@@ -280,12 +280,15 @@ static void lock_contention_time_on_the_address_space_lock(void** state) {
 
 typedef struct {
   atomic_int phase;  // 0 run, 1 measured: fault, 2 faulted: exit
+  int64_t cpu_end;   // its CPU clock after its work, before phase 2
 } worker_t;
 
 static void* worker(void* arg) {
   worker_t* w = arg;
   while (atomic_load(&w->phase) == 0) spin_ns(1000000);
   first_touch(16u << 20);
+  spin_ns(50000000);  // CPU time no query sees before the thread exits
+  w->cpu_end = ns_of(CLOCK_THREAD_CPUTIME_ID);
   atomic_store(&w->phase, 2);
   return NULL;
 }
@@ -318,6 +321,8 @@ static void another_thread_and_the_process_after_it_exits(void** state) {
   assert_memory_equal(&b, &by_koid, sizeof(b));
   assert_true(b.cpu_time >= a.cpu_time);
   if ((fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) != 0) {
+    // Its CPU time until its exit, though no query ran on it after a: the time its events ran.
+    assert_true(b.cpu_time >= w.cpu_end);
     assert_true(b.page_fault_time > a.page_fault_time);
     const zx_info_task_runtime_t proc_after = runtime_of(zx_process_self());
     assert_true(proc_after.page_fault_time - proc_before.page_fault_time >=

@@ -117,6 +117,9 @@ static void sample_every_one(struct perf_event_attr* attr, uint32_t type, uint64
   attr->use_clockid = 1;
   attr->clockid = CLOCK_MONOTONIC;
   attr->exclude_hv = 1;
+  // read() gives the time the event ran: the thread's CPU time since it was opened, final
+  // after the thread exits (zxs_rt_events_running_ns()).
+  attr->read_format = PERF_FORMAT_TOTAL_TIME_RUNNING;
 }
 
 // Opens one event of `tid` into `ev` (the first one opened owns the ring). False on failure.
@@ -287,6 +290,15 @@ static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t wor
     default:
       break;
   }
+}
+
+bool zxs_rt_events_running_ns(const zxs_rt_events_t* ev, int64_t* ns) {
+  uint64_t values[2];  // {count, time_running}
+  if (ev->ring_fd < 0 || read(ev->ring_fd, values, sizeof(values)) != (ssize_t)sizeof(values)) {
+    return false;
+  }
+  *ns = (int64_t)values[1];
+  return true;
 }
 
 void zxs_rt_events_drain(zxs_rt_events_t* ev) {

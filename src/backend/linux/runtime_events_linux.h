@@ -42,6 +42,9 @@ void zxs_rt_events_init(zxs_rt_events_t* ev);
 uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid);
 // Reads what the ring holds into the totals.
 void zxs_rt_events_drain(zxs_rt_events_t* ev);
+// The CPU time of the thread since its events were opened (the time its events ran), also
+// after it exited, when they still are: false when none is open or it cannot be read.
+bool zxs_rt_events_running_ns(const zxs_rt_events_t* ev, int64_t* ns);
 // Drains (unless `forget`: after fork, the ring is the parent's business) and closes; the
 // totals stay.
 void zxs_rt_events_close(zxs_rt_events_t* ev, bool forget);

@@ -46,9 +46,10 @@ typedef struct measured {
   uint32_t seen;  // the process query that last found it in /proc
   uint32_t gen;   // of this measurement: the drainer's events name it, so a stale one is ignored
   uint32_t fields;
-  int64_t cpu_time;    // last read (final once exited)
-  int64_t queue_time;  // last read (final once exited)
-  int stat_fd;         // its schedstat file while it lives; -1: closed
+  int64_t cpu_time;       // last read (final once exited)
+  int64_t queue_time;     // last read (final once exited when read on the thread as it exits)
+  int64_t cpu_at_events;  // cpu_time when its events were opened (their running time adds up)
+  int stat_fd;            // its schedstat file while it lives; -1: closed
   zxs_rt_events_t events;
 } measured_t;
 
@@ -148,9 +149,15 @@ static bool refresh_locked(measured_t* m) {
   return true;
 }
 
-// The thread of `m` is gone: final drain, totals to the process's exited sum.
+// The thread of `m` is gone: final drain, totals to the process's exited sum. Its CPU time
+// until the end is its CPU time when its events were opened plus the time they ran (which the
+// kernel still answers after the exit); its queue time stays as last read.
 static void retire_locked(measured_t* m) {
   if (m->exited) return;
+  int64_t running;
+  if (zxs_rt_events_running_ns(&m->events, &running) && m->cpu_at_events + running > m->cpu_time) {
+    m->cpu_time = m->cpu_at_events + running;
+  }
   if (g_epoll >= 0 && m->events.ring_fd >= 0) {
     epoll_ctl(g_epoll, EPOLL_CTL_DEL, m->events.ring_fd, NULL);
   }
@@ -178,7 +185,9 @@ static void* drainer_main(void* unused) {
       measured_t* m = &g_measured[(uint32_t)events[i].data.u64];
       if (m->tid == 0 || m->exited || m->gen != (uint32_t)(events[i].data.u64 >> 32)) continue;
       if ((events[i].events & EPOLLHUP) != 0) {
-        retire_locked(m);  // the event's thread exited
+        // The event's thread is exiting: its last values if it still answers, then retired.
+        (void)refresh_locked(m);
+        retire_locked(m);
       } else {
         zxs_rt_events_drain(&m->events);
       }
@@ -270,6 +279,7 @@ static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
   m->gen = ++g_measure_gen;
   m->fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
   if (g_with_events < events_limit()) {
+    m->cpu_at_events = m->cpu_time;
     m->fields |= zxs_rt_events_open(&m->events, tid);
     if (m->events.fields != 0) g_with_events++;
   } else {
