@@ -1,5 +1,5 @@
 // Everything public in one include: types and statuses, the sampler, handles and objects, FXT,
-// the handle-free profiler, the perfmon controller.
+// the handle-free profiler, the perfmon controller, the version.
 #ifndef ZXSAMPLER_ZXSAMPLER_H_
 #define ZXSAMPLER_ZXSAMPLER_H_
 
@@ -9,5 +9,6 @@
 #include <zxsampler/profiler.h>
 #include <zxsampler/sampler.h>
 #include <zxsampler/types.h>
+#include <zxsampler/version.h>
 
 #endif  // ZXSAMPLER_ZXSAMPLER_H_

@@ -30,7 +30,6 @@ mkdir -p "$build/cfg"
 cat >"$build/cfg/zxs_config.h" <<'EOF'
 #define ZXS_SAMPLER_ENABLED 1
 #define ZXS_HAVE_LIBUNWIND 0
-#define ZXS_VERSION "0.1.0"
 EOF
 
 common=(-std=c11 -g -O1 -fno-omit-frame-pointer -I"$repo/include" -I"$repo/src/core"
