@@ -4,40 +4,60 @@
 //   #include <zxsampler/zircon.h>
 //   zx_handle_t iob;
 //   zx_sampler_config_t config = {.period = ZX_MSEC(1), .buffer_size = 1 << 20};
-//   zx_sampler_create(debug_resource, 0, &config, sizeof(config), &iob);  // the docs' form
 //   zx_sampler_create(debug_resource, 0, &config, &iob);                  // the kernel's form
+//   zx_sampler_create(debug_resource, 0, &config, sizeof(config), &iob);  // the docs' form
 //
-// Every name is a static inline wrapper (or, for zx_sampler_create, a macro choosing one by
-// argument count) over the zxs_* functions; statuses, thread- and signal-safety are theirs
-// (see sampler.h and object.h). On Fuchsia, include <zircon/syscalls.h> instead.
+// zx_sampler_create is a real exported function with the kernel's four parameters, so its
+// address can be taken (&zx_sampler_create). A function-like macro of the same name lets the
+// five-parameter call of the syscall page compile too: it picks a wrapper by argument count
+// (the macro is not expanded where the name is not followed by a parenthesis, as in
+// &zx_sampler_create, and (zx_sampler_create)(...) calls the function directly).
+// zx_status_get_string is exported too; every other name is a static inline wrapper over the
+// zxs_* functions. Statuses, thread- and signal-safety are theirs (see sampler.h and object.h).
+//
+// Built for Fuchsia (__Fuchsia__ defined) this header is the system's <zircon/syscalls.h> and
+// <zircon/status.h>: the kernel provides every call (zx_sampler_* come with
+// <zircon/syscalls-next.h>), and the library defines none of them.
 #ifndef ZXSAMPLER_ZIRCON_H_
 #define ZXSAMPLER_ZIRCON_H_
 
+#include <zxsampler/types.h>
+
+#if defined(__Fuchsia__)
+
+#include <zircon/status.h>
+#include <zircon/syscalls.h>
+
+#else  // !__Fuchsia__
+
 #include <zxsampler/object.h>
 #include <zxsampler/sampler.h>
-#include <zxsampler/types.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define ZX_NSEC(n) ((zx_duration_t)(n))
-#define ZX_USEC(n) ((zx_duration_t)(1000ll * (n)))
-#define ZX_MSEC(n) ((zx_duration_t)(1000000ll * (n)))
-#define ZX_SEC(n) ((zx_duration_t)(1000000000ll * (n)))
+// The kernel's zx_sampler_create: four parameters, no config_size (config must point to a whole
+// zx_sampler_config_t). Statuses as zxs_sampler_create().
+ZXS_API zx_status_t zx_sampler_create(zx_handle_t rsrc, uint64_t options,
+                                      const zx_sampler_config_t* config, zx_handle_t* iob_out);
 
-// The five-argument form of the syscall page.
+// The name of a status as Fuchsia's <zircon/status.h> gives it ("ZX_ERR_TIMED_OUT"), or
+// "(UNKNOWN)". Thread-safe and async-signal-safe.
+ZXS_API const char* zx_status_get_string(zx_status_t status);
+
+// The five-argument form of the syscall page: config_size must be sizeof(zx_sampler_config_t).
 static inline zx_status_t zx_sampler_create_with_size(zx_handle_t rsrc, uint64_t options,
                                                       const zx_sampler_config_t* config,
                                                       size_t config_size, zx_handle_t* iob_out) {
   return zxs_sampler_create(rsrc, options, config, config_size, iob_out);
 }
 
-// The four-argument form of the kernel of the same era (no config_size).
+// The four-argument form, as the macro below spells it (the exported function).
 static inline zx_status_t zx_sampler_create_without_size(zx_handle_t rsrc, uint64_t options,
                                                          const zx_sampler_config_t* config,
                                                          zx_handle_t* iob_out) {
-  return zxs_sampler_create(rsrc, options, config, sizeof(zx_sampler_config_t), iob_out);
+  return zx_sampler_create(rsrc, options, config, iob_out);
 }
 
 #define ZXS_PICK_5TH_OR_4TH_(a1, a2, a3, a4, a5, name, ...) name
@@ -90,5 +110,7 @@ static inline zx_ticks_t zx_ticks_per_second(void) { return zxs_ticks_per_second
 #ifdef __cplusplus
 }  // extern "C"
 #endif
+
+#endif  // __Fuchsia__
 
 #endif  // ZXSAMPLER_ZIRCON_H_

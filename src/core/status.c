@@ -1,44 +1,48 @@
+// Status names, generated from the one list in types.h (ZXS_STATUS_MAP), and the Fuchsia-named
+// functions a host build exports (on Fuchsia the kernel and the vDSO provide them).
 #include <zxsampler/sampler.h>
 #include <zxsampler/types.h>
+#include <zxsampler/zircon.h>
 
-const char* zxs_status_string(zx_status_t status) {
+// Each status macro (this library's, or on Fuchsia the system's) has the list's value.
+#define ZXS_STATUS_CHECK_(name, value) \
+  _Static_assert((name) == (value), #name " has Fuchsia's value");
+ZXS_STATUS_MAP(ZXS_STATUS_CHECK_)
+#undef ZXS_STATUS_CHECK_
+
+// The name of a listed status, or NULL.
+static const char* status_name(zx_status_t status) {
   switch (status) {
-#define ZXS_STATUS_CASE(name) \
-  case name:                  \
+#define ZXS_STATUS_CASE_(name, value) \
+  case (value):                       \
     return #name;
-    ZXS_STATUS_CASE(ZX_OK)
-    ZXS_STATUS_CASE(ZX_ERR_INTERNAL)
-    ZXS_STATUS_CASE(ZX_ERR_NOT_SUPPORTED)
-    ZXS_STATUS_CASE(ZX_ERR_NO_RESOURCES)
-    ZXS_STATUS_CASE(ZX_ERR_NO_MEMORY)
-    ZXS_STATUS_CASE(ZX_ERR_INVALID_ARGS)
-    ZXS_STATUS_CASE(ZX_ERR_BAD_HANDLE)
-    ZXS_STATUS_CASE(ZX_ERR_WRONG_TYPE)
-    ZXS_STATUS_CASE(ZX_ERR_BAD_SYSCALL)
-    ZXS_STATUS_CASE(ZX_ERR_OUT_OF_RANGE)
-    ZXS_STATUS_CASE(ZX_ERR_BUFFER_TOO_SMALL)
-    ZXS_STATUS_CASE(ZX_ERR_BAD_STATE)
-    ZXS_STATUS_CASE(ZX_ERR_TIMED_OUT)
-    ZXS_STATUS_CASE(ZX_ERR_SHOULD_WAIT)
-    ZXS_STATUS_CASE(ZX_ERR_CANCELED)
-    ZXS_STATUS_CASE(ZX_ERR_PEER_CLOSED)
-    ZXS_STATUS_CASE(ZX_ERR_NOT_FOUND)
-    ZXS_STATUS_CASE(ZX_ERR_ALREADY_EXISTS)
-    ZXS_STATUS_CASE(ZX_ERR_ALREADY_BOUND)
-    ZXS_STATUS_CASE(ZX_ERR_UNAVAILABLE)
-    ZXS_STATUS_CASE(ZX_ERR_ACCESS_DENIED)
-    ZXS_STATUS_CASE(ZX_ERR_IO)
-    ZXS_STATUS_CASE(ZX_ERR_IO_DATA_INTEGRITY)
-    ZXS_STATUS_CASE(ZX_ERR_IO_INVALID)
-    ZXS_STATUS_CASE(ZX_ERR_BAD_PATH)
-    ZXS_STATUS_CASE(ZX_ERR_NOT_FILE)
-    ZXS_STATUS_CASE(ZX_ERR_FILE_BIG)
-    ZXS_STATUS_CASE(ZX_ERR_NO_SPACE)
-#undef ZXS_STATUS_CASE
+    ZXS_STATUS_MAP(ZXS_STATUS_CASE_)
+#undef ZXS_STATUS_CASE_
     default:
-      return "(unknown)";
+      return NULL;
   }
 }
+
+const char* zxs_status_string(zx_status_t status) {
+  const char* name = status_name(status);
+  return name != NULL ? name : "(unknown)";
+}
+
+#if !defined(__Fuchsia__)
+
+const char* zx_status_get_string(zx_status_t status) {
+  const char* name = status_name(status);
+  return name != NULL ? name : "(UNKNOWN)";
+}
+
+// The kernel's four-argument zx_sampler_create. zircon.h defines a macro of the same name (the
+// four- and five-argument forms); the parentheses keep it from expanding here.
+zx_status_t(zx_sampler_create)(zx_handle_t rsrc, uint64_t options,
+                               const zx_sampler_config_t* config, zx_handle_t* iob_out) {
+  return zxs_sampler_create(rsrc, options, config, sizeof(zx_sampler_config_t), iob_out);
+}
+
+#endif  // !__Fuchsia__
 
 const char* zxs_sample_source_name(zxs_sample_source_t source) {
   switch (source) {

@@ -1,9 +1,18 @@
 // A program written against Fuchsia's documentation, in C++, using only Fuchsia's names: it
-// must compile and run unchanged. Both forms of zx_sampler_create are used.
+// must compile and run unchanged. Both forms of zx_sampler_create are used, and its address has
+// the kernel's type.
 #include <zxsampler/zircon.h>
 
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
+
+static_assert(std::is_same<decltype(&zx_sampler_create),
+                           zx_status_t (*)(zx_handle_t, uint64_t, const zx_sampler_config_t*,
+                                           zx_handle_t*)>::value,
+              "zx_sampler_create has the kernel's four parameters");
+static_assert(ZX_VM_SPECIFIC == (1u << 4) && ZX_PAGE_SIZE == 4096 && ZX_MSEC(3) == 3000000,
+              "Fuchsia's values, as constant expressions");
 
 static int fail(const char* what, zx_status_t status) {
   std::fprintf(stderr, "%s: %s\n", what, zxs_status_string(status));
@@ -22,6 +31,10 @@ int main() {
   config.iobuffer_discipline = ZX_IOB_DISCIPLINE_NONE;
 
   zx_handle_t iob;
+  auto create = &zx_sampler_create;  // as Fuchsia code may hold a syscall
+  auto checked = ZX_OK;              // an int, as Fuchsia's statuses
+  checked = create(ZX_HANDLE_INVALID, 0, &config, &iob);
+  if (checked == ZX_OK) return fail("create with an invalid resource", checked);
   if (!zxs_sampler_compiled_in()) {  // built with -Dsampler=false: every call says so
     status = zx_sampler_create(debug_resource, 0, &config, &iob);
     return status == ZX_ERR_NOT_SUPPORTED ? 0 : fail("create (compiled out)", status);
