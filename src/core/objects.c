@@ -164,8 +164,7 @@ zx_status_t zxs_debug_resource_get(zx_handle_t* out) {
   if (obj == NULL) return ZX_ERR_NO_MEMORY;
   zxs_object_init(&obj->base, ZX_OBJ_TYPE_RESOURCE, zxs_koid_next(), &g_resource_ops);
   obj->kind = ZXS_RESOURCE_KIND_DEBUG;
-  zx_status_t status =
-      zxs_handle_make(&obj->base, ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_INSPECT, out);
+  zx_status_t status = zxs_handle_make(&obj->base, ZX_DEFAULT_RESOURCE_RIGHTS, out);
   if (status != ZX_OK) free(obj);
   return status;
 }

@@ -17,10 +17,8 @@ typedef struct zxs_resource_obj {
   uint32_t kind;
 } zxs_resource_obj_t;
 
-#define ZXS_THREAD_DEFAULT_RIGHTS                                                    \
-  (ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_READ | ZX_RIGHT_WRITE |         \
-   ZX_RIGHT_GET_PROPERTY | ZX_RIGHT_SET_PROPERTY | ZX_RIGHT_SIGNAL | ZX_RIGHT_WAIT | \
-   ZX_RIGHT_INSPECT | ZX_RIGHT_MANAGE_THREAD)
+// A thread handle's rights, as the kernel gives them (zx_thread_self() included).
+#define ZXS_THREAD_DEFAULT_RIGHTS ZX_DEFAULT_THREAD_RIGHTS
 
 // The process-wide switches of create/attach/start/stop: ZX_ERR_NOT_SUPPORTED when sampling is
 // compiled out or switched off at run time, else ZX_OK.

@@ -39,6 +39,7 @@ void zxs_percpu_setup(zxs_percpu_t* cpu, uint8_t* base, size_t size, uint32_t se
   cpu->size = size;
   atomic_store_explicit(&cpu->reserved, 0, memory_order_relaxed);
   atomic_store_explicit(&cpu->full, false, memory_order_relaxed);
+  atomic_store_explicit(&cpu->fill_end, UINT64_MAX, memory_order_relaxed);
   atomic_store_explicit(&cpu->session_gen, session_gen, memory_order_relaxed);
   atomic_store_explicit(&cpu->written, 0, memory_order_relaxed);
   atomic_store_explicit(&cpu->dropped_full, 0, memory_order_relaxed);
@@ -51,6 +52,14 @@ void zxs_percpu_release(zxs_percpu_t* cpu) {
   atomic_store_explicit(&cpu->session_gen, 0, memory_order_relaxed);
   cpu->base = NULL;
   cpu->size = 0;
+}
+
+void zxs_percpu_reopen(zxs_percpu_t* cpu) {
+  const uint64_t end = atomic_load_explicit(&cpu->fill_end, memory_order_relaxed);
+  if (end == UINT64_MAX) return;
+  atomic_store_explicit(&cpu->reserved, end, memory_order_relaxed);
+  atomic_store_explicit(&cpu->fill_end, UINT64_MAX, memory_order_relaxed);
+  atomic_store_explicit(&cpu->full, false, memory_order_relaxed);
 }
 
 void zxs_percpu_enable_writes(zxs_percpu_t* cpu) {
@@ -146,14 +155,20 @@ uint8_t* zxs_percpu_reserve(zxs_percpu_t* cpu, size_t bytes) {
     return NULL;  // a caller's mistake or no region: not a reason to stop the CPU
   }
   // Relaxed everywhere: the bytes are published by end_write, and `full` is only a shortcut.
-  // Correctness rests on `reserved` never going down: the failed add below already moved it past
-  // the end, so every later reservation fails too, however small. No record ever follows a gap.
+  // Correctness rests on `reserved` never going down while writes run: the failed add below
+  // already moved it past the end, so every later reservation fails too, however small, and no
+  // record ever follows a gap. The failure with the lowest start is where the data ends
+  // (fill_end): reopen puts `reserved` back there while no writer can be in flight.
   if (atomic_load_explicit(&cpu->full, memory_order_relaxed)) {
     return NULL;
   }
   uint64_t old = atomic_fetch_add_explicit(&cpu->reserved, (uint64_t)bytes, memory_order_relaxed);
   if (old <= cpu->size && bytes <= cpu->size - old) {
     return cpu->base + old;
+  }
+  uint64_t end = atomic_load_explicit(&cpu->fill_end, memory_order_relaxed);
+  while (old < end && !atomic_compare_exchange_weak_explicit(
+                          &cpu->fill_end, &end, old, memory_order_relaxed, memory_order_relaxed)) {
   }
   atomic_store_explicit(&cpu->full, true, memory_order_relaxed);
   return NULL;

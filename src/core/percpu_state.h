@@ -28,6 +28,7 @@ typedef struct zxs_percpu {
   _Atomic uint64_t reserved;     // bytes of the region handed out (never reset by start)
   _Atomic uint32_t session_gen;  // session whose region this is; 0 = none
   _Atomic bool full;             // a record did not fit: writes on this CPU have stopped
+  _Atomic uint64_t fill_end;     // where the data ended when it filled; UINT64_MAX: not full
   uint8_t* base;                 // region; changed only while no writer can be in flight
   size_t size;
   // Counters since setup (relaxed).
@@ -41,6 +42,11 @@ typedef struct zxs_percpu {
 void zxs_percpu_setup(zxs_percpu_t* cpu, uint8_t* base, size_t size, uint32_t session_gen);
 // Detaches the region (after shutdown): later writers find no region.
 void zxs_percpu_release(zxs_percpu_t* cpu);
+
+// Writes resume where the data ends on a CPU whose region filled: the kernel re-enables every
+// CPU at start, and a record that fits in what is left is written. Only while writes are
+// disabled and nothing is pending (start, before enable).
+void zxs_percpu_reopen(zxs_percpu_t* cpu);
 
 void zxs_percpu_enable_writes(zxs_percpu_t* cpu);
 void zxs_percpu_disable_writes(zxs_percpu_t* cpu);
@@ -64,7 +70,7 @@ uint32_t zxs_percpu_pending_timers(const zxs_percpu_t* cpu);
 
 // [signal-safe] Reserves `bytes` (a multiple of 8) in the region with one atomic operation.
 // Only between begin_write and end_write. NULL when the record does not fit: the CPU is marked
-// full and writes on it stop for good (the rest of the region stays zero).
+// full and writes on it stop until zxs_percpu_reopen() (the rest of the region stays zero).
 uint8_t* zxs_percpu_reserve(zxs_percpu_t* cpu, size_t bytes);
 
 // The three-phase shutdown over `count` CPUs: (1) disable writes everywhere; (2) call

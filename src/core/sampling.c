@@ -30,6 +30,7 @@ zxs_percpu_t* zxs_percpu_states(uint32_t* count) {
       atomic_init(&s->reserved, 0);
       atomic_init(&s->session_gen, 0);
       atomic_init(&s->full, false);
+      atomic_init(&s->fill_end, UINT64_MAX);
       s->base = NULL;
       s->size = 0;
       atomic_init(&s->written, 0);

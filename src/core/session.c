@@ -18,10 +18,9 @@
 #include "thread_table.h"
 #include "vmo.h"
 
-#define IOB_RIGHTS                                                                          \
-  (ZX_RIGHT_TRANSFER | ZX_RIGHT_DUPLICATE | ZX_RIGHT_WAIT | ZX_RIGHT_INSPECT |              \
-   ZX_RIGHT_GET_PROPERTY | ZX_RIGHT_SET_PROPERTY | ZX_RIGHT_SIGNAL | ZX_RIGHT_SIGNAL_PEER | \
-   ZX_RIGHT_READ | ZX_RIGHT_WRITE | ZX_RIGHT_MAP | ZX_RIGHT_APPLY_PROFILE)
+// The kernel's sampler IOBuffer: an IOBuffer's default rights, plus APPLY_PROFILE (it is the
+// session), minus WRITE (only the kernel writes it).
+#define IOB_RIGHTS ((ZX_DEFAULT_IOB_RIGHTS | ZX_RIGHT_APPLY_PROFILE) & ~ZX_RIGHT_WRITE)
 
 typedef enum { SESSION_CONFIGURED, SESSION_RUNNING, SESSION_DESTROYED } session_state_t;
 
@@ -256,7 +255,8 @@ static zx_status_t new_session(const zx_sampler_config_t* config, zxs_session_t*
   // that comes online later is counted as dropped rather than lost silently.
   for (uint32_t cpu = 0; cpu < count; cpu++) zxs_percpu_setup(&states[cpu], NULL, 0, s->gen);
   for (uint32_t i = 0; i < s->region_count; i++) {
-    zxs_percpu_setup(&states[s->cpus[i]], s->regions[i].base, s->regions[i].size, s->gen);
+    // The kernel writes up to buffer_size, not to the page-rounded end of the region.
+    zxs_percpu_setup(&states[s->cpus[i]], s->regions[i].base, config->buffer_size, s->gen);
   }
   *out = s;
   return ZX_OK;
@@ -362,8 +362,12 @@ zx_status_t zxs_sampler_start(zx_handle_t iob) {
   reap_exited(s);
   uint32_t count;
   zxs_percpu_t* states = zxs_percpu_states(&count);
-  // Writes first, then sources, so the first interrupt finds its CPU ready.
-  for (uint32_t cpu = 0; cpu < count; cpu++) zxs_percpu_enable_writes(&states[cpu]);
+  // Writes first, then sources, so the first interrupt finds its CPU ready. A CPU whose region
+  // filled takes records again where its data ends, as the kernel's start re-enables it.
+  for (uint32_t cpu = 0; cpu < count; cpu++) {
+    zxs_percpu_reopen(&states[cpu]);
+    zxs_percpu_enable_writes(&states[cpu]);
+  }
   for (zxs_thread_slot_t* slot = zxs_slot_next(s->gen, NULL); slot != NULL;
        slot = zxs_slot_next(s->gen, slot)) {
     // A thread whose source cannot be armed stays attached (it is retried at the next start);

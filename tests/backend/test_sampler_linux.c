@@ -1019,8 +1019,9 @@ static void test_regions_unchanged_after_stop(void** state) {
 
 static void test_full_regions(void** state) {
   (void)state;
-  // One page per CPU and the shortest period: full within a few milliseconds.
-  zx_handle_t iob = new_session(ZX_SAMPLER_MIN_PERIOD, 1);
+  // One page per CPU and the shortest period: full within a few milliseconds. (buffer_size is
+  // the write limit, as in the kernel: a page of it, not 1 byte rounded up to a page.)
+  zx_handle_t iob = new_session(ZX_SAMPLER_MIN_PERIOD, zxs_system_get_page_size());
   static sc_gate_t gate;
   static sc_job_t jobs[2];
   pthread_t t[2];

@@ -1069,7 +1069,7 @@ static void op_debug_resource(stream_t* s) {
   EXPECT_STATUS("zxs_debug_resource_get", got, null ? ZX_ERR_INVALID_ARGS : ZX_OK);
   if (got != ZX_OK) return;
   add_handle(h, add_obj(OBJ_RESOURCE, ZX_OBJ_TYPE_RESOURCE, -1, -1),
-             ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_INSPECT, false);
+             ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_WRITE | ZX_RIGHT_INSPECT, false);
 }
 
 static void op_thread_get(stream_t* s) {

@@ -43,17 +43,19 @@
 #define OTHER_KOID 7777u              // a thread registered with the fake
 #define EXITED_KOID 7778u             // one registered as exited
 
-// The rights the sampler's IOBuffer handle gets (src/core/session.c) and a thread's
-// (src/core/objects.h); the test removes them one at a time.
-#define IOB_RIGHTS                                                                          \
-  (ZX_RIGHT_TRANSFER | ZX_RIGHT_DUPLICATE | ZX_RIGHT_WAIT | ZX_RIGHT_INSPECT |              \
-   ZX_RIGHT_GET_PROPERTY | ZX_RIGHT_SET_PROPERTY | ZX_RIGHT_SIGNAL | ZX_RIGHT_SIGNAL_PEER | \
-   ZX_RIGHT_READ | ZX_RIGHT_WRITE | ZX_RIGHT_MAP | ZX_RIGHT_APPLY_PROFILE)
+// The rights the sampler's IOBuffer handle gets (src/core/session.c), a thread's
+// (src/core/objects.h) and the debug resource's, written out here as the kernel gives them
+// (Fuchsia's values, not the library's macros); the test removes them one at a time.
+#define IOB_RIGHTS                                                                             \
+  (ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_READ | ZX_RIGHT_WAIT | ZX_RIGHT_INSPECT | \
+   ZX_RIGHT_GET_PROPERTY | ZX_RIGHT_SET_PROPERTY | ZX_RIGHT_MAP | ZX_RIGHT_SIGNAL |            \
+   ZX_RIGHT_SIGNAL_PEER | ZX_RIGHT_APPLY_PROFILE)
 #define THREAD_RIGHTS                                                                \
   (ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_READ | ZX_RIGHT_WRITE |         \
    ZX_RIGHT_GET_PROPERTY | ZX_RIGHT_SET_PROPERTY | ZX_RIGHT_SIGNAL | ZX_RIGHT_WAIT | \
-   ZX_RIGHT_INSPECT | ZX_RIGHT_MANAGE_THREAD)
-#define RESOURCE_RIGHTS (ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_INSPECT)
+   ZX_RIGHT_INSPECT | ZX_RIGHT_MANAGE_THREAD | ZX_RIGHT_DESTROY)
+#define RESOURCE_RIGHTS (ZX_RIGHT_DUPLICATE | ZX_RIGHT_TRANSFER | ZX_RIGHT_WRITE | ZX_RIGHT_INSPECT)
+_Static_assert(IOB_RIGHTS == 0x8f0e7, "the kernel's sampler IOBuffer rights");
 
 // Statuses a row returns when a secondary check failed (never a zx_status_t).
 #define ROW_OUT_NOT_CLEARED ((zx_status_t)1001)  // an out handle not set to ZX_HANDLE_INVALID

@@ -379,6 +379,54 @@ static void full_region_stops_writes_and_keeps_tail_zero(void** state) {
   zxs_handle_close(iob);
 }
 
+// As the kernel: writes stop at buffer_size, not at the page-rounded end of the region; and a
+// region that filled takes records again after the next start, where they still fit.
+static void write_limit_is_buffer_size_and_start_reopens(void** state) {
+  (void)state;
+  if (!zxs_sampler_compiled_in()) skip();
+  static uint64_t deep[2 * 80];  // 64 frames: 560 bytes a record
+  for (int i = 0; i < 79; i++) {
+    deep[2 * i] = (uint64_t)(uintptr_t)&deep[2 * (i + 1)];
+    deep[2 * i + 1] = 0x1000 + (uint64_t)i;
+  }
+  fake_set_self_stack((uintptr_t)deep, (uintptr_t)(deep + 160));
+  zx_sampler_config_t c = good_config();
+  c.buffer_size = 3900;  // a 4096-byte region: 6 deep records fit (3360), a 7th would end at 3920
+  zx_handle_t iob;
+  assert_int_equal(zxs_sampler_create(g_rsrc, 0, &c, sizeof(c), &iob), ZX_OK);
+  assert_int_equal(zxs_sampler_attach(iob, zxs_thread_self()), ZX_OK);
+  assert_int_equal(zxs_sampler_start(iob), ZX_OK);
+  fake_set_current_cpu(0);
+  zxs_regs_t regs = {.pc = 0xfeed, .fp = (uintptr_t)deep, .sp = (uintptr_t)deep};
+  for (int i = 0; i < 8; i++) assert_true(fake_fire(fake_self_koid(), &regs));
+  assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
+  zxs_sampler_stats_t stats;
+  assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
+  assert_int_equal(stats.samples_written, 6);
+  assert_int_equal(stats.dropped_full, 2);
+  // Restarted: a shallow record (a PC alone: 48 bytes) fits where the data ends; a deep one
+  // still does not, and stops the CPU again until the next start.
+  assert_int_equal(zxs_sampler_start(iob), ZX_OK);
+  zxs_regs_t shallow = {.pc = 0xbeef, .fp = 0, .sp = (uintptr_t)deep};
+  assert_true(fake_fire(fake_self_koid(), &shallow));
+  assert_true(fake_fire(fake_self_koid(), &regs));
+  assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
+  assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
+  assert_int_equal(stats.samples_written, 7);
+  assert_int_equal(stats.dropped_full, 3);
+  zx_vaddr_t addr;
+  assert_int_equal(
+      zxs_vmar_map_iob(zxs_vmar_root_self(), ZX_VM_PERM_READ, 0, iob, 0, 0, 4096, &addr), ZX_OK);
+  const uint64_t* w = (const uint64_t*)addr;
+  assert_int_equal(count_records(w, 4096), 7);
+  assert_int_equal(w[6 * 70 + 6], 0xbeef);  // right after the sixth deep record, no gap
+  for (size_t i = 6 * 70 + 6; i < 512; i++) {
+    if (i > 6 * 70 + 6) assert_int_equal(w[i], 0);
+  }
+  zxs_vmar_unmap(zxs_vmar_root_self(), addr, 4096);
+  zxs_handle_close(iob);
+}
+
 static void sample_on_cpu_without_region_is_counted(void** state) {
   (void)state;
   if (!zxs_sampler_compiled_in()) skip();
@@ -599,6 +647,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(samples_land_in_the_cpu_region_and_survive_close, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(full_region_stops_writes_and_keeps_tail_zero, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(write_limit_is_buffer_size_and_start_reopens, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(sample_on_cpu_without_region_is_counted, setup, teardown),
       cmocka_unit_test_setup_teardown(sampler_thread_entry_and_unknown_cpu, setup, teardown),

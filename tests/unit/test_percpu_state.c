@@ -340,7 +340,7 @@ static void test_reserve_exactly_fills(void** state) {
   zxs_percpu_end_write(cpu);
 }
 
-static void test_reserve_failure_is_final_even_after_restart(void** state) {
+static void test_reserve_failure_holds_until_reopen(void** state) {
   (void)state;
   zxs_percpu_t* cpu = &g_cpus[0];
   zxs_percpu_setup(cpu, g_regions[0], 64, 7);
@@ -355,9 +355,26 @@ static void test_reserve_failure_is_final_even_after_restart(void** state) {
   zxs_percpu_end_write(cpu);
 
   zxs_percpu_shutdown(cpu, 1, NULL, NULL);
-  zxs_percpu_enable_writes(cpu);  // restart: same region, same position
+  zxs_percpu_enable_writes(cpu);  // enabled again without reopen: still full
   assert_true(zxs_percpu_begin_write(cpu));
   assert_true(atomic_load(&cpu->full));
+  assert_null(zxs_percpu_reserve(cpu, 8));
+  zxs_percpu_end_write(cpu);
+  zxs_percpu_shutdown(cpu, 1, NULL, NULL);
+
+  // Reopened (what start does): writes resume where the data ended, with no gap.
+  zxs_percpu_reopen(cpu);
+  zxs_percpu_enable_writes(cpu);
+  assert_true(zxs_percpu_begin_write(cpu));
+  assert_false(atomic_load(&cpu->full));
+  assert_null(zxs_percpu_reserve(cpu, 24));             // still does not fit
+  assert_ptr_equal(zxs_percpu_reserve(cpu, 16), NULL);  // after a failure: none
+  zxs_percpu_end_write(cpu);
+  zxs_percpu_shutdown(cpu, 1, NULL, NULL);
+  zxs_percpu_reopen(cpu);
+  zxs_percpu_enable_writes(cpu);
+  assert_true(zxs_percpu_begin_write(cpu));
+  assert_ptr_equal(zxs_percpu_reserve(cpu, 16), g_regions[0] + 48);  // fits exactly
   assert_null(zxs_percpu_reserve(cpu, 8));
   zxs_percpu_end_write(cpu);
   zxs_percpu_shutdown(cpu, 1, NULL, NULL);
@@ -461,7 +478,7 @@ int main(void) {
       cmocka_unit_test_setup(test_cancel_timers_between_phase1_and_phase2, setup),
       cmocka_unit_test_setup(test_phase2_waits_for_timer_after_writes_are_done, setup),
       cmocka_unit_test_setup(test_reserve_exactly_fills, setup),
-      cmocka_unit_test_setup(test_reserve_failure_is_final_even_after_restart, setup),
+      cmocka_unit_test_setup(test_reserve_failure_holds_until_reopen, setup),
       cmocka_unit_test_setup(test_full_even_without_the_flag, setup),
       cmocka_unit_test_setup(test_restart_continues_at_same_offset, setup),
       cmocka_unit_test_setup(test_reserve_rejects_bad_sizes, setup),
