@@ -86,6 +86,101 @@ typedef struct record_args {
 
 enum { OPT_PERIOD = 256, OPT_NO_INHERIT, OPT_USER_ONLY, OPT_UNWIND, OPT_STACK_COPY };
 
+// Takes option `opt` with its argument. Returns -1 when taken, else the status to exit with.
+static int take_option(int opt, const char* arg, record_args_t* a) {
+  long long n;
+  switch (opt) {
+    case 'o':
+      a->output = arg;
+      break;
+    case 'f':
+      if (!zxs_profile_format_from_name(arg, &a->format)) {
+        return cli_fail_usage(usage_record, "unknown format '%s'", arg);
+      }
+      break;
+    case 'F':
+      if (!cli_parse_positive(arg, 100000, &n)) {
+        return cli_fail_usage(usage_record, "--frequency takes Hz from 1 to 100000, not '%s'", arg);
+      }
+      a->period_us = 1000000 / n;
+      break;
+    case OPT_PERIOD:
+      if (!cli_parse_positive(arg, 1000000000, &a->period_us) || a->period_us < 10) {
+        return cli_fail_usage(usage_record, "--period takes microseconds >= 10, not '%s'", arg);
+      }
+      break;
+    case 'b':
+      if (!cli_parse_positive(arg, 1024, &a->ring_mb)) {
+        return cli_fail_usage(usage_record, "--buffer takes MiB from 1 to 1024, not '%s'", arg);
+      }
+      break;
+    case 'p':
+      if (!cli_parse_positive(arg, INT_MAX, &n)) {
+        return cli_fail_usage(usage_record, "--pid takes a process id, not '%s'", arg);
+      }
+      a->pid = (pid_t)n;
+      break;
+    case 'd':
+      if (!cli_parse_positive(arg, 100000000, &a->duration_s)) {
+        return cli_fail_usage(usage_record, "--duration takes whole seconds, not '%s'", arg);
+      }
+      break;
+    case OPT_NO_INHERIT:
+      a->inherit = false;
+      break;
+    case OPT_USER_ONLY:
+      a->kernel = false;
+      break;
+    case 'q':
+      a->quiet = true;
+      break;
+    case OPT_UNWIND:
+      if (strcmp(arg, "fp") == 0) {
+        a->dwarf = false;
+      } else if (strcmp(arg, "dwarf") == 0) {
+        if (!zxs_cfi_available()) {
+          fprintf(stderr, "%s: --unwind dwarf: this build has no CFI unwinder (libunwind)\n",
+                  ZXSAMPLER_PROG);
+          return 2;
+        }
+        a->dwarf = true;
+      } else {
+        return cli_fail_usage(usage_record, "--unwind takes fp or dwarf, not '%s'", arg);
+      }
+      break;
+    case OPT_STACK_COPY:
+      if (!cli_parse_positive(arg, STACK_COPY_MAX, &a->stack_copy) || a->stack_copy < 512) {
+        return cli_fail_usage(usage_record, "--stack-copy takes bytes from 512 to 65528, not '%s'",
+                              arg);
+      }
+      a->stack_copy &= ~7ll;  // the kernel wants a multiple of 8
+      break;
+    case 'h':
+      usage_record(stdout);
+      return 0;
+    default:
+      usage_record(stderr);
+      return 2;
+  }
+  return -1;
+}
+
+// The checks between options and the defaults that depend on them, once all are taken.
+// Returns -1 when the arguments hold together, else the status to exit with.
+static int finish_args(int argc, char** argv, record_args_t* a) {
+  if (a->pid != 0 && optind < argc) {
+    return cli_fail_usage(usage_record, "%s", "give a program or -p PID, not both");
+  }
+  if (a->pid == 0 && optind >= argc) return cli_fail_usage(usage_record, "%s", "no program to run");
+  if (a->pid == 0 && a->duration_s != 0) {
+    return cli_fail_usage(usage_record, "%s", "--duration goes with -p");
+  }
+  a->program = a->pid == 0 ? &argv[optind] : NULL;
+  if (a->stack_copy == 0) a->stack_copy = a->dwarf ? STACK_COPY_DWARF : STACK_COPY_FP;
+  if (a->ring_mb == 0) a->ring_mb = a->dwarf ? RING_MB_DWARF : RING_MB_FP;
+  return -1;
+}
+
 // Returns -1 when parsed, else the status to exit with.
 static int parse_args(int argc, char** argv, record_args_t* a) {
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
@@ -108,98 +203,13 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
                        .inherit = true,
                        .kernel = true,
                        .dwarf = zxs_cfi_available()};
-  long long n;
   int opt;
   optind = 1;
   while ((opt = getopt_long(argc, argv, "+o:f:F:b:p:d:qh", options, NULL)) != -1) {
-    switch (opt) {
-      case 'o':
-        a->output = optarg;
-        break;
-      case 'f':
-        if (!zxs_profile_format_from_name(optarg, &a->format)) {
-          return cli_fail_usage(usage_record, "unknown format '%s'", optarg);
-        }
-        break;
-      case 'F':
-        if (!cli_parse_positive(optarg, 100000, &n)) {
-          return cli_fail_usage(usage_record, "--frequency takes Hz from 1 to 100000, not '%s'",
-                                optarg);
-        }
-        a->period_us = 1000000 / n;
-        break;
-      case OPT_PERIOD:
-        if (!cli_parse_positive(optarg, 1000000000, &a->period_us) || a->period_us < 10) {
-          return cli_fail_usage(usage_record, "--period takes microseconds >= 10, not '%s'",
-                                optarg);
-        }
-        break;
-      case 'b':
-        if (!cli_parse_positive(optarg, 1024, &a->ring_mb)) {
-          return cli_fail_usage(usage_record, "--buffer takes MiB from 1 to 1024, not '%s'",
-                                optarg);
-        }
-        break;
-      case 'p':
-        if (!cli_parse_positive(optarg, INT_MAX, &n)) {
-          return cli_fail_usage(usage_record, "--pid takes a process id, not '%s'", optarg);
-        }
-        a->pid = (pid_t)n;
-        break;
-      case 'd':
-        if (!cli_parse_positive(optarg, 100000000, &a->duration_s)) {
-          return cli_fail_usage(usage_record, "--duration takes whole seconds, not '%s'", optarg);
-        }
-        break;
-      case OPT_NO_INHERIT:
-        a->inherit = false;
-        break;
-      case OPT_USER_ONLY:
-        a->kernel = false;
-        break;
-      case 'q':
-        a->quiet = true;
-        break;
-      case OPT_UNWIND:
-        if (strcmp(optarg, "fp") == 0) {
-          a->dwarf = false;
-        } else if (strcmp(optarg, "dwarf") == 0) {
-          if (!zxs_cfi_available()) {
-            fprintf(stderr, "%s: --unwind dwarf: this build has no CFI unwinder (libunwind)\n",
-                    ZXSAMPLER_PROG);
-            return 2;
-          }
-          a->dwarf = true;
-        } else {
-          return cli_fail_usage(usage_record, "--unwind takes fp or dwarf, not '%s'", optarg);
-        }
-        break;
-      case OPT_STACK_COPY:
-        if (!cli_parse_positive(optarg, STACK_COPY_MAX, &a->stack_copy) || a->stack_copy < 512) {
-          return cli_fail_usage(usage_record,
-                                "--stack-copy takes bytes from 512 to 65528, not '%s'", optarg);
-        }
-        a->stack_copy &= ~7ll;  // the kernel wants a multiple of 8
-        break;
-      case 'h':
-        usage_record(stdout);
-        return 0;
-      default:
-        usage_record(stderr);
-        return 2;
-    }
+    const int status = take_option(opt, optarg, a);
+    if (status != -1) return status;
   }
-  if (a->pid != 0 && optind < argc) {
-    return cli_fail_usage(usage_record, "%s", "give a program or -p PID, not both");
-  }
-  if (a->pid == 0 && optind >= argc) return cli_fail_usage(usage_record, "%s", "no program to run");
-  if (a->pid == 0 && a->duration_s != 0) {
-    return cli_fail_usage(usage_record, "%s", "--duration goes with -p");
-  }
-  a->program = a->pid == 0 ? &argv[optind] : NULL;
-  if (a->stack_copy == 0) a->stack_copy = a->dwarf ? STACK_COPY_DWARF : STACK_COPY_FP;
-  if (a->ring_mb == 0) a->ring_mb = a->dwarf ? RING_MB_DWARF : RING_MB_FP;
-  return -1;
+  return finish_args(argc, argv, a);
 }
 
 // --- Files ------------------------------------------------------------------------------------
@@ -409,6 +419,67 @@ static void print_summary(const record_args_t* a, const record_totals_t* t, uint
   }
 }
 
+// Opens the perf events on `target` and a pidfd to see it exit. On failure says why, lets a
+// started program exit without running anything (closing `go`) and returns NULL.
+static record_perf_t* open_perf(const record_args_t* a, pid_t target, int go, int err, int* pidfd) {
+  record_perf_options_t options = {.pid = target,
+                                   .attach = a->program == NULL,
+                                   .inherit_children = a->inherit,
+                                   .kernel = a->kernel,
+                                   .period_ns = (uint64_t)a->period_us * 1000u,
+                                   .ring_bytes = (size_t)a->ring_mb << 20,
+                                   .stack_copy = (uint32_t)a->stack_copy,
+                                   .dwarf = a->dwarf};
+  char error[512];
+  record_perf_t* perf = record_perf_open(&options, error, sizeof(error));
+  *pidfd = perf != NULL ? (int)syscall(SYS_pidfd_open, target, 0) : -1;
+  if (perf != NULL && *pidfd >= 0) return perf;
+  if (perf != NULL) snprintf(error, sizeof(error), "no such process: %d", (int)target);
+  fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
+  if (a->program != NULL) {
+    close(go);
+    close(err);
+    waitpid(target, NULL, 0);
+  }
+  record_perf_close(perf);
+  return NULL;
+}
+
+// Lets the started program exec. False when the exec failed: said so, and the child reaped into
+// *wstatus.
+static bool release_program(const record_args_t* a, pid_t target, int go, int err, int* wstatus) {
+  int e = 0;
+  if (write(go, "g", 1) != 1 || close(go) != 0) e = errno;
+  ssize_t n = read(err, &e, sizeof(e));  // EOF: exec succeeded (the pipe closed on exec)
+  close(err);
+  if (n <= 0) return true;
+  waitpid(target, wstatus, 0);
+  report_exec_error(a->program[0], e);
+  return false;
+}
+
+// Records until the program exits (reaped into *wstatus), a signal ends an attach, or the
+// duration is over; then drains what the rings still hold.
+static void record_until_done(const record_args_t* a, record_perf_t* perf, int pidfd,
+                              record_processes_t* procs, pid_t target, int* wstatus) {
+  const uint64_t deadline = a->duration_s > 0 ? now_ms() + (uint64_t)a->duration_s * 1000u : 0;
+  for (bool done = false; !done;) {
+    done = record_perf_poll(perf, pidfd, POLL_MS, record_processes_on_record, procs);
+    record_processes_flush(procs);
+    if (g_signal != 0) {
+      if (a->program != NULL && g_signal_from_process) kill(target, g_signal);
+      if (a->program == NULL) done = true;
+      g_signal = 0;
+    }
+    if (deadline != 0 && now_ms() >= deadline) done = true;
+  }
+  if (a->program != NULL) {
+    while (waitpid(target, wstatus, 0) < 0 && errno == EINTR) {
+    }
+  }
+  record_perf_drain(perf, record_processes_on_record, procs);
+}
+
 int zxsampler_record_main(int argc, char** argv) {
   record_args_t a;
   int status = parse_args(argc, argv, &a);
@@ -431,26 +502,9 @@ int zxsampler_record_main(int argc, char** argv) {
       return 1;
     }
   }
-  record_perf_options_t options = {.pid = target,
-                                   .attach = a.program == NULL,
-                                   .inherit_children = a.inherit,
-                                   .kernel = a.kernel,
-                                   .period_ns = (uint64_t)a.period_us * 1000u,
-                                   .ring_bytes = (size_t)a.ring_mb << 20,
-                                   .stack_copy = (uint32_t)a.stack_copy,
-                                   .dwarf = a.dwarf};
-  char error[512];
-  record_perf_t* perf = record_perf_open(&options, error, sizeof(error));
-  int pidfd = perf != NULL ? (int)syscall(SYS_pidfd_open, target, 0) : -1;
-  if (perf == NULL || pidfd < 0) {
-    if (perf != NULL) snprintf(error, sizeof(error), "no such process: %d", (int)target);
-    fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
-    if (a.program != NULL) {  // closing `go` makes the child exit without running anything
-      close(go);
-      close(err);
-      waitpid(target, NULL, 0);
-    }
-    record_perf_close(perf);
+  int pidfd = -1;
+  record_perf_t* perf = open_perf(&a, target, go, err, &pidfd);
+  if (perf == NULL) {
     fclose(spool);
     return 1;
   }
@@ -462,39 +516,15 @@ int zxsampler_record_main(int argc, char** argv) {
   }
   catch_signals();
   int wstatus = 0;
-  if (a.program != NULL) {
-    int e = 0;
-    if (write(go, "g", 1) != 1 || close(go) != 0) e = errno;
-    ssize_t n = read(err, &e, sizeof(e));  // EOF: exec succeeded (the pipe closed on exec)
-    close(err);
-    if (n > 0) {
-      waitpid(target, &wstatus, 0);
-      report_exec_error(a.program[0], e);
-      record_perf_close(perf);
-      record_processes_free(procs);
-      fclose(spool);
-      return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 127;
-    }
-  } else {
+  if (a.program == NULL) {
     record_processes_add_running(procs, target);
+  } else if (!release_program(&a, target, go, err, &wstatus)) {
+    record_perf_close(perf);
+    record_processes_free(procs);
+    fclose(spool);
+    return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 127;
   }
-
-  const uint64_t deadline = a.duration_s > 0 ? now_ms() + (uint64_t)a.duration_s * 1000u : 0;
-  for (bool done = false; !done;) {
-    done = record_perf_poll(perf, pidfd, POLL_MS, record_processes_on_record, procs);
-    record_processes_flush(procs);
-    if (g_signal != 0) {
-      if (a.program != NULL && g_signal_from_process) kill(target, g_signal);
-      if (a.program == NULL) done = true;
-      g_signal = 0;
-    }
-    if (deadline != 0 && now_ms() >= deadline) done = true;
-  }
-  if (a.program != NULL) {
-    while (waitpid(target, &wstatus, 0) < 0 && errno == EINTR) {
-    }
-  }
-  record_perf_drain(perf, record_processes_on_record, procs);
+  record_until_done(&a, perf, pidfd, procs, target, &wstatus);
   const uint64_t not_attached = record_perf_attach_failures(perf);
   const bool kernel = record_perf_kernel(perf);
   record_perf_close(perf);

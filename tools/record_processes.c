@@ -716,12 +716,7 @@ static zx_status_t write_process_modules(zxs_fxt_buf_t* buf, const process_t* p,
   zx_status_t status = process_modules(p, cache, &modules);
   char* text = NULL;
   size_t size = 0;
-  FILE* mem = status == ZX_OK ? open_memstream(&text, &size) : NULL;
-  if (status == ZX_OK && mem == NULL) status = ZX_ERR_NO_MEMORY;
-  if (status == ZX_OK) {
-    status = zxs_export_markup_modules(&modules, mem);
-    fclose(mem);
-  }
+  if (status == ZX_OK) status = zxs_trace_modules_payload(&modules, &text, &size);
   if (status == ZX_OK) {
     zxs_fxt_large_blob_t blob = {.category = str(ZXS_TRACE_CATEGORY),
                                  .name = str(ZXS_TRACE_MODULES_NAME),

@@ -4,6 +4,7 @@
 //   zxsampler record [options] -- PROGRAM [ARGS...]
 //   zxsampler record [options] -p PID
 //   zxsampler report [options] FILE
+//   zxsampler perfmon COMMAND [options] [-- PROGRAM [ARGS...]]   (zxsampler_perfmon.c)
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>

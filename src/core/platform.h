@@ -171,4 +171,48 @@ void zxs_prim_perfmon_stop(zxs_perfmon_run_t* run);
 // parent's counters (which share the inherited descriptors); sets run->backend to NULL.
 void zxs_prim_perfmon_after_fork_child(zxs_perfmon_run_t* run);
 
+// --- Loaded modules of this process ----------------------------------------------------------
+// The ELF images the calling process has loaded, as its loader lists them: what a trace file
+// records so that its samples can be symbolized later, here or elsewhere (src/report/modules.c
+// turns them into a module list and reads each build ID from the notes). Not signal-safe.
+
+#define ZXS_PRIM_PT_LOAD 1u  // ELF's p_type values
+#define ZXS_PRIM_PT_NOTE 4u
+
+// One program header of a loaded image, mapped at load_bias + vaddr.
+typedef struct zxs_prim_phdr {
+  uint32_t type;    // ZXS_PRIM_PT_LOAD or ZXS_PRIM_PT_NOTE (other headers are left out)
+  uint32_t flags;   // ELF's p_flags: PF_X 1, PF_W 2, PF_R 4
+  uint64_t vaddr;   // link-time address
+  uint64_t memsz;   // bytes in memory
+  uint64_t offset;  // in the file
+  uint64_t align;
+} zxs_prim_phdr_t;
+
+typedef struct zxs_prim_module {
+  const char* name;    // the loader's name for it; "" where it has none
+  uint64_t load_bias;  // runtime address - link-time address
+  bool is_main;        // the main executable (its file: zxs_prim_modules_main_path())
+  bool is_vdso;        // the kernel's vDSO, which has no file
+  const zxs_prim_phdr_t* phdrs;
+  size_t phdr_count;
+  // The vDSO only: its whole ELF image as the kernel maps it (whole pages, section headers
+  // included), readable while the process runs; NULL and 0 for other modules.
+  const void* image;
+  size_t image_size;
+} zxs_prim_module_t;
+
+typedef zx_status_t (*zxs_prim_module_fn)(const zxs_prim_module_t* module, void* ctx);
+
+// Calls `fn` once per loaded module that maps at least one PT_LOAD segment, in the loader's
+// order, with a description valid during the call; stops at the first status other than ZX_OK
+// and returns it. The loader's lock is held meanwhile (dlopen and dlclose wait): `fn` must not
+// call into the loader. ZX_ERR_NOT_SUPPORTED where the platform cannot list its modules;
+// ZX_ERR_NO_MEMORY.
+zx_status_t zxs_prim_modules_each(zxs_prim_module_fn fn, void* ctx);
+// The main executable's file path, malloc'd into *path (the caller frees it): where the
+// platform names the file itself, even when the program was started by a relative path.
+// ZX_ERR_NO_MEMORY.
+zx_status_t zxs_prim_modules_main_path(char** path);
+
 #endif  // ZXSAMPLER_SRC_CORE_PLATFORM_H_

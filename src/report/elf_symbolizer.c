@@ -11,11 +11,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "elf_notes.h"
+#include "sorted_search.h"
 
 #if defined(ZXS_HAVE_LIBDW) && ZXS_HAVE_LIBDW
 #define ZXS_ELF_USE_LIBDW 1
@@ -32,7 +36,6 @@
 #define E_PHDR_SIZE 56u
 #define E_SHDR_SIZE 64u
 #define E_SYM_SIZE 24u
-#define E_NHDR_SIZE 12u
 #define E_ELFCLASS32 1u
 #define E_ELFCLASS64 2u
 #define E_ELFDATA2LSB 1u
@@ -57,10 +60,6 @@
 #define E_STB_GLOBAL 1u
 #define E_STB_WEAK 2u
 #define E_STB_GNU_UNIQUE 10u
-#define E_NT_GNU_BUILD_ID 3u
-
-// Longer GNU build IDs are treated as absent (as ZXS_BUILD_ID_MAX in modules.h).
-#define BUILD_ID_MAX 64u
 
 // Note sections are small; a larger one is read only up to this (a build ID comes first).
 #define MAX_NOTE_READ (64u * 1024u)
@@ -80,7 +79,7 @@ typedef struct sym_entry {
 
 struct zxs_elf {
   char* path;  // NULL for memory images
-  uint8_t build_id[BUILD_ID_MAX];
+  uint8_t build_id[ZXS_BUILD_ID_MAX];
   size_t build_id_size;
   zxs_segment_t* segments;  // PT_LOAD segments, in program-header order
   size_t segment_count;
@@ -186,43 +185,6 @@ static zx_status_t read_alloc(const reader_t* r, uint64_t offset, uint64_t len, 
   return ZX_OK;
 }
 
-static uint64_t align_up(uint64_t value, uint64_t align) {
-  return (value + align - 1) & ~(align - 1);
-}
-
-// Scans notes for E_NT_GNU_BUILD_ID "GNU". Returns true when found (even if unusably long).
-static bool parse_build_id(zxs_elf_t* elf, const uint8_t* notes, uint64_t size, uint64_t align) {
-  uint64_t pos = 0;
-  while (size - pos >= E_NHDR_SIZE) {
-    uint32_t namesz = le32(notes + pos);
-    uint32_t descsz = le32(notes + pos + 4);
-    uint32_t type = le32(notes + pos + 8);
-    pos += E_NHDR_SIZE;
-    uint64_t name_span = align_up(namesz, align);
-    if (name_span > size - pos) {
-      return false;
-    }
-    const uint8_t* name = notes + pos;
-    pos += name_span;
-    if (descsz > size - pos) {
-      return false;
-    }
-    if (type == E_NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0) {
-      if (descsz > 0 && descsz <= sizeof(elf->build_id)) {
-        memcpy(elf->build_id, notes + pos, descsz);
-        elf->build_id_size = descsz;
-      }
-      return true;
-    }
-    uint64_t desc_span = align_up(descsz, align);
-    if (desc_span > size - pos) {
-      return false;
-    }
-    pos += desc_span;
-  }
-  return false;
-}
-
 static zx_status_t read_build_id(zxs_elf_t* elf, const reader_t* r, uint64_t offset, uint64_t size,
                                  uint64_t align, bool* found) {
   if (size > MAX_NOTE_READ) {
@@ -233,7 +195,13 @@ static zx_status_t read_build_id(zxs_elf_t* elf, const reader_t* r, uint64_t off
   if (status != ZX_OK) {
     return status;
   }
-  *found = parse_build_id(elf, notes, size, align == 8 ? 8 : 4);
+  const uint8_t* id = NULL;
+  size_t id_size = 0;
+  *found = zxs_elf_notes_build_id(notes, size, align, ZXS_ELF_LITTLE_ENDIAN, &id, &id_size);
+  if (*found && id_size > 0 && id_size <= sizeof(elf->build_id)) {
+    memcpy(elf->build_id, id, id_size);
+    elf->build_id_size = id_size;
+  }
   free(notes);
   return ZX_OK;
 }
@@ -429,12 +397,24 @@ static zx_status_t read_debuglink(zxs_elf_t* elf, const reader_t* r, const secti
       elf->debuglink = strndup((const char*)data, len);
     }
     free(data);
-    return elf->debuglink != NULL || len == 0 ? ZX_OK : ZX_OK;
+    return ZX_OK;  // without memory for the name, the file is read without its debug link
   }
   return ZX_OK;
 }
 
-static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
+// What parse() needs of the ELF header.
+typedef struct elf_header {
+  uint64_t phoff;
+  uint64_t shoff;
+  uint16_t phentsize;
+  uint64_t phnum;
+  uint16_t shentsize;
+  uint64_t shnum;
+  uint16_t shstrndx;
+} elf_header_t;
+
+// Reads and checks the ELF header: a 64-bit little-endian file, or a status saying why not.
+static zx_status_t read_header(const reader_t* r, elf_header_t* h) {
   uint8_t eh[E_EHDR_SIZE];
   if (r->size < E_EHDR_SIZE) {
     return ZX_ERR_IO_DATA_INTEGRITY;
@@ -453,100 +433,112 @@ static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
   if (eh[4] != E_ELFCLASS64 || eh[5] != E_ELFDATA2LSB) {
     return ZX_ERR_NOT_SUPPORTED;
   }
-  uint64_t phoff = le64(eh + 32);
-  uint64_t shoff = le64(eh + 40);
-  uint16_t ehsize = le16(eh + 52);
-  uint16_t phentsize = le16(eh + 54);
-  uint64_t phnum = le16(eh + 56);
-  uint16_t shentsize = le16(eh + 58);
-  uint64_t shnum = le16(eh + 60);
-  if (ehsize < E_EHDR_SIZE) {
+  *h = (elf_header_t){.phoff = le64(eh + 32),
+                      .shoff = le64(eh + 40),
+                      .phentsize = le16(eh + 54),
+                      .phnum = le16(eh + 56),
+                      .shentsize = le16(eh + 58),
+                      .shnum = le16(eh + 60),
+                      .shstrndx = le16(eh + 62)};
+  return le16(eh + 52) < E_EHDR_SIZE ? ZX_ERR_IO_DATA_INTEGRITY : ZX_OK;
+}
+
+static void decode_section(const uint8_t* s, section_t* sec) {
+  sec->name = le32(s);
+  sec->type = le32(s + 4);
+  sec->flags = le64(s + 8);
+  sec->addr = le64(s + 16);
+  sec->offset = le64(s + 24);
+  sec->size = le64(s + 32);
+  sec->link = le32(s + 40);
+  sec->addralign = le64(s + 48);
+  sec->entsize = le64(s + 56);
+}
+
+// The section headers into *out (calloc'd; NULL and h->shnum = 0 when the file has none).
+// Counts of 0xff00 and more live in section 0 (extended numbering), which also fixes h->phnum.
+// Every section with file contents must be in the file: a truncated file is rejected here,
+// before anything (libdw included) reads it.
+static zx_status_t read_sections(const reader_t* r, elf_header_t* h, section_t** out) {
+  *out = NULL;
+  if (h->shoff == 0) {
+    h->shnum = 0;
+    return ZX_OK;
+  }
+  if (h->shentsize != E_SHDR_SIZE) {
     return ZX_ERR_IO_DATA_INTEGRITY;
   }
-
-  // Section headers. Counts of 0xff00 and more live in section 0 (extended numbering).
-  section_t* sections = NULL;
-  if (shoff != 0) {
-    if (shentsize != E_SHDR_SIZE) {
-      return ZX_ERR_IO_DATA_INTEGRITY;
-    }
-    uint8_t sh0[E_SHDR_SIZE];
-    status = read_at(r, shoff, sh0, sizeof(sh0));
-    if (status != ZX_OK) {
-      return status;
-    }
-    if (shnum == 0) {
-      shnum = le64(sh0 + 32);
-    }
-    if (phnum == E_PN_XNUM) {
-      phnum = le32(sh0 + 44);
-    }
-    if (shnum == 0 || shnum > (r->size - shoff) / E_SHDR_SIZE) {
-      return ZX_ERR_IO_DATA_INTEGRITY;
-    }
-    if (shnum > SIZE_MAX / sizeof(*sections)) {
-      return ZX_ERR_NO_MEMORY;
-    }
-    uint8_t* raw = NULL;
-    status = read_alloc(r, shoff, shnum * E_SHDR_SIZE, &raw);
-    if (status != ZX_OK) {
-      return status;
-    }
-    sections = calloc((size_t)shnum, sizeof(*sections));
-    if (sections == NULL) {
-      free(raw);
-      return ZX_ERR_NO_MEMORY;
-    }
-    for (uint64_t i = 0; i < shnum; i++) {
-      const uint8_t* s = raw + i * E_SHDR_SIZE;
-      section_t* sec = &sections[i];
-      sec->name = le32(s);
-      sec->type = le32(s + 4);
-      sec->flags = le64(s + 8);
-      sec->addr = le64(s + 16);
-      sec->offset = le64(s + 24);
-      sec->size = le64(s + 32);
-      sec->link = le32(s + 40);
-      sec->addralign = le64(s + 48);
-      sec->entsize = le64(s + 56);
-      // Every section with file contents must be in the file: a truncated file is rejected
-      // here, before anything (libdw included) reads it.
-      if (i > 0 && sec->type != E_SHT_NULL && sec->type != E_SHT_NOBITS &&
-          !in_bounds(r, sec->offset, sec->size)) {
-        status = ZX_ERR_IO_DATA_INTEGRITY;
-      }
-    }
+  uint8_t sh0[E_SHDR_SIZE];
+  zx_status_t status = read_at(r, h->shoff, sh0, sizeof(sh0));
+  if (status != ZX_OK) {
+    return status;
+  }
+  if (h->shnum == 0) {
+    h->shnum = le64(sh0 + 32);
+  }
+  if (h->phnum == E_PN_XNUM) {
+    h->phnum = le32(sh0 + 44);
+  }
+  if (h->shnum == 0 || h->shnum > (r->size - h->shoff) / E_SHDR_SIZE) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  if (h->shnum > SIZE_MAX / sizeof(section_t)) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  uint8_t* raw = NULL;
+  status = read_alloc(r, h->shoff, h->shnum * E_SHDR_SIZE, &raw);
+  if (status != ZX_OK) {
+    return status;
+  }
+  section_t* sections = calloc((size_t)h->shnum, sizeof(*sections));
+  if (sections == NULL) {
     free(raw);
-  } else {
-    shnum = 0;
+    return ZX_ERR_NO_MEMORY;
   }
-
-  // Program headers: loaded and note segments must be in the file too.
-  uint8_t* phdrs = NULL;
-  if (status == ZX_OK && phnum > 0) {
-    if (phentsize != E_PHDR_SIZE || phoff == 0 || phnum > r->size / E_PHDR_SIZE) {
+  for (uint64_t i = 0; i < h->shnum; i++) {
+    section_t* sec = &sections[i];
+    decode_section(raw + i * E_SHDR_SIZE, sec);
+    if (i > 0 && sec->type != E_SHT_NULL && sec->type != E_SHT_NOBITS &&
+        !in_bounds(r, sec->offset, sec->size)) {
       status = ZX_ERR_IO_DATA_INTEGRITY;
-    } else {
-      status = read_alloc(r, phoff, phnum * E_PHDR_SIZE, &phdrs);
     }
   }
-  for (uint64_t i = 0; status == ZX_OK && i < phnum; i++) {
-    const uint8_t* p = phdrs + i * E_PHDR_SIZE;
+  free(raw);
+  *out = sections;  // the caller frees them, even on error
+  return status;
+}
+
+// The program headers into *out (malloc'd; NULL when there are none). Loaded and note segments
+// must be in the file too.
+static zx_status_t read_program_headers(const reader_t* r, const elf_header_t* h, uint8_t** out) {
+  *out = NULL;
+  if (h->phnum == 0) {
+    return ZX_OK;
+  }
+  if (h->phentsize != E_PHDR_SIZE || h->phoff == 0 || h->phnum > r->size / E_PHDR_SIZE) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  zx_status_t status = read_alloc(r, h->phoff, h->phnum * E_PHDR_SIZE, out);
+  for (uint64_t i = 0; status == ZX_OK && i < h->phnum; i++) {
+    const uint8_t* p = *out + i * E_PHDR_SIZE;
     uint32_t type = le32(p);
     if ((type == E_PT_LOAD || type == E_PT_NOTE) && !in_bounds(r, le64(p + 8), le64(p + 32))) {
       status = ZX_ERR_IO_DATA_INTEGRITY;
     }
   }
+  return status;
+}
 
-  // Loaded segments: what a module recorded as mappings needs to find its load bias.
+// Loaded segments: what a module recorded as mappings needs to find its load bias.
+static zx_status_t add_load_segments(zxs_elf_t* elf, const uint8_t* phdrs, uint64_t phnum) {
   size_t loads = 0;
-  for (uint64_t i = 0; status == ZX_OK && i < phnum; i++)
+  for (uint64_t i = 0; i < phnum; i++) {
     loads += le32(phdrs + i * E_PHDR_SIZE) == E_PT_LOAD;
-  if (status == ZX_OK && loads > 0 &&
-      (elf->segments = calloc(loads, sizeof(*elf->segments))) == NULL) {
-    status = ZX_ERR_NO_MEMORY;
   }
-  for (uint64_t i = 0; status == ZX_OK && i < phnum; i++) {
+  if (loads > 0 && (elf->segments = calloc(loads, sizeof(*elf->segments))) == NULL) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  for (uint64_t i = 0; i < phnum; i++) {
     const uint8_t* p = phdrs + i * E_PHDR_SIZE;
     if (le32(p) != E_PT_LOAD) continue;
     const uint32_t pf = le32(p + 4);  // PF_X 1, PF_W 2, PF_R 4
@@ -557,37 +549,72 @@ static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
                         .flags = ((pf & 4) ? ZXS_SEGMENT_R : 0) | ((pf & 2) ? ZXS_SEGMENT_W : 0) |
                                  ((pf & 1) ? ZXS_SEGMENT_X : 0)};
   }
+  return ZX_OK;
+}
 
-  // Build ID: loaded notes first (what the running module has), then note sections.
+// Build ID: loaded notes first (what the running module has), then note sections.
+static zx_status_t find_build_id(zxs_elf_t* elf, const reader_t* r, const uint8_t* phdrs,
+                                 uint64_t phnum, const section_t* sections, uint64_t shnum) {
   bool found = false;
+  zx_status_t status = ZX_OK;
   for (uint64_t i = 0; status == ZX_OK && !found && i < phnum; i++) {
     const uint8_t* p = phdrs + i * E_PHDR_SIZE;
     if (le32(p) == E_PT_NOTE) {
       status = read_build_id(elf, r, le64(p + 8), le64(p + 32), le64(p + 48), &found);
     }
   }
-  free(phdrs);
   for (uint64_t i = 1; status == ZX_OK && !found && i < shnum; i++) {
     if (sections[i].type == E_SHT_NOTE) {
       status = read_build_id(elf, r, sections[i].offset, sections[i].size, sections[i].addralign,
                              &found);
     }
   }
+  return status;
+}
 
+// Symbols from .symtab and .dynsym; the debug link of a file without .symtab.
+static zx_status_t read_symbols(zxs_elf_t* elf, const reader_t* r, const section_t* sections,
+                                const elf_header_t* h) {
+  zx_status_t status = ZX_OK;
   size_t capacity = 0;
-  for (uint64_t i = 1; status == ZX_OK && i < shnum; i++) {
+  for (uint64_t i = 1; status == ZX_OK && i < h->shnum; i++) {
     if (sections[i].type == E_SHT_SYMTAB || sections[i].type == E_SHT_DYNSYM) {
-      status = add_symbol_table(elf, r, sections, (size_t)shnum, &sections[i], &capacity);
+      status = add_symbol_table(elf, r, sections, (size_t)h->shnum, &sections[i], &capacity);
       elf->has_symtab = elf->has_symtab || sections[i].type == E_SHT_SYMTAB;
     }
   }
   if (status == ZX_OK && !elf->has_symtab) {
-    status = read_debuglink(elf, r, sections, shnum, le16(eh + 62));
+    status = read_debuglink(elf, r, sections, h->shnum, h->shstrndx);
   }
-  free(sections);
   if (status == ZX_OK) {
     finish_symbols(elf);
   }
+  return status;
+}
+
+static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
+  elf_header_t h;
+  zx_status_t status = read_header(r, &h);
+  if (status != ZX_OK) {
+    return status;
+  }
+  section_t* sections = NULL;
+  uint8_t* phdrs = NULL;
+  status = read_sections(r, &h, &sections);
+  if (status == ZX_OK) {
+    status = read_program_headers(r, &h, &phdrs);
+  }
+  if (status == ZX_OK) {
+    status = add_load_segments(elf, phdrs, h.phnum);
+  }
+  if (status == ZX_OK) {
+    status = find_build_id(elf, r, phdrs, h.phnum, sections, h.shnum);
+  }
+  free(phdrs);
+  if (status == ZX_OK) {
+    status = read_symbols(elf, r, sections, &h);
+  }
+  free(sections);
   return status;
 }
 
@@ -667,7 +694,7 @@ static zx_status_t adopt_debug_symbols(zxs_elf_t* elf, const char* path) {
   char candidates[4][3 * PATH_MAX];
   size_t count = 0;
   if (elf->build_id_size > 1) {
-    char hex[2 * BUILD_ID_MAX + 1];
+    char hex[2 * ZXS_BUILD_ID_MAX + 1];
     for (size_t i = 0; i < elf->build_id_size; i++) {
       snprintf(hex + 2 * i, 3, "%02x", elf->build_id[i]);
     }
@@ -772,16 +799,8 @@ bool zxs_elf_have_line_info(void) { return ZXS_ELF_USE_LIBDW != 0; }
 
 // The symbol covering `address`, or NULL.
 static const sym_entry_t* find_symbol(const zxs_elf_t* elf, uint64_t address) {
-  size_t lo = 0;
-  size_t hi = elf->sym_count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (elf->syms[mid].address <= address) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
+  size_t lo = zxs_sorted_count_at_or_below(elf->syms, elf->sym_count, sizeof(elf->syms[0]),
+                                           offsetof(sym_entry_t, address), address);
   for (size_t steps = 0; lo > 0 && steps < MAX_ENCLOSING_STEPS; lo--, steps++) {
     const sym_entry_t* e = &elf->syms[lo - 1];
     if (address < e->end) {
@@ -843,16 +862,10 @@ static void index_cus(zxs_elf_t* elf) {
 }
 
 static const cu_range_t* find_cu(const zxs_elf_t* elf, Dwarf_Addr address) {
-  size_t lo = 0;
-  size_t hi = elf->cu_range_count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (elf->cu_ranges[mid].start <= address) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
+  _Static_assert(sizeof(Dwarf_Addr) == sizeof(uint64_t), "cu_range_t keys are 64-bit");
+  size_t lo =
+      zxs_sorted_count_at_or_below(elf->cu_ranges, elf->cu_range_count, sizeof(elf->cu_ranges[0]),
+                                   offsetof(cu_range_t, start), address);
   // Ranges rarely overlap; look a few back in case one nests in another.
   for (size_t steps = 0; lo > 0 && steps < MAX_ENCLOSING_STEPS; lo--, steps++) {
     if (address < elf->cu_ranges[lo - 1].end) {

@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "export.h"
-#include "export_util.h"
+#include "export_check.h"
+#include "stack_collapse.h"
+#include "string_builder.h"
+#include "string_table.h"
 
 // Layout in pixels (x in hundredths of a pixel, to print without the locale-dependent %f).
 enum {
@@ -159,7 +162,7 @@ static void write_frame(FILE* out, const frame_t* f, uint64_t total, uint32_t he
   uint64_t w = x_of(f->start + f->count, total) - x;
   uint32_t y = height - kBottom - (f->depth + 1) * kFrameHeight;
   // The "hot" palette of flamegraph.pl, from a hash of the name rather than at random.
-  uint32_t h = zxs_export_hash(f->name, f->len);
+  uint32_t h = zxs_hash_string(f->name, f->len);
   unsigned r = 205 + h % 51;
   unsigned g = (h >> 8) % 231;
   unsigned b = (h >> 16) % 56;

@@ -2,7 +2,8 @@
 #include <inttypes.h>
 
 #include "export.h"
-#include "export_util.h"
+#include "export_check.h"
+#include "stack_collapse.h"
 
 zx_status_t zxs_export_folded(const zxs_profile_t* profile, uint32_t flags, FILE* out) {
   zx_status_t status = zxs_export_check(profile, out);

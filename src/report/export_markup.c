@@ -4,7 +4,7 @@
 #include <inttypes.h>
 
 #include "export.h"
-#include "export_util.h"
+#include "export_check.h"
 
 // Writes the module's path with the characters that end a markup field replaced.
 static void write_module_name(FILE* out, const char* path) {
@@ -17,7 +17,9 @@ static void write_module_name(FILE* out, const char* path) {
   }
 }
 
-static void write_modules(const zxs_module_list_t* modules, FILE* out) {
+// With `file_offsets`, each mmap element is followed by a line "file_offset:0xOFFSET" (see
+// ZXS_EXPORT_MARKUP_FILE_OFFSETS).
+static void write_modules(const zxs_module_list_t* modules, bool file_offsets, FILE* out) {
   size_t id = 0;  // contiguous over the modules written
   for (size_t i = 0; i < modules->count; i++) {
     const zxs_module_t* m = &modules->modules[i];
@@ -43,33 +45,23 @@ static void write_modules(const zxs_module_list_t* modules, FILE* out) {
       }
       fprintf(out, "{{{mmap:0x%" PRIx64 ":0x%" PRIx64 ":load:%zu:%s:0x%" PRIx64 "}}}\n",
               m->load_bias + s->vaddr, s->memsz, id, perms, s->vaddr);
+      if (file_offsets) {
+        fprintf(out, ZXS_MARKUP_FILE_OFFSET_PREFIX "0x%" PRIx64 "\n", s->offset);
+      }
     }
     id++;
   }
 }
 
-static zx_status_t check_modules(const zxs_module_list_t* modules) {
-  if (modules->count > 0 && modules->modules == NULL) {
+zx_status_t zxs_export_markup_modules(const zxs_module_list_t* modules, uint32_t flags, FILE* out) {
+  if (modules == NULL || out == NULL || (flags & ~ZXS_EXPORT_MARKUP_FILE_OFFSETS) != 0) {
     return ZX_ERR_INVALID_ARGS;
   }
-  for (size_t i = 0; i < modules->count; i++) {
-    const zxs_module_t* m = &modules->modules[i];
-    if ((m->segment_count > 0 && m->segments == NULL) || m->build_id_size > ZXS_BUILD_ID_MAX) {
-      return ZX_ERR_INVALID_ARGS;
-    }
-  }
-  return ZX_OK;
-}
-
-zx_status_t zxs_export_markup_modules(const zxs_module_list_t* modules, FILE* out) {
-  if (modules == NULL || out == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  zx_status_t status = check_modules(modules);
+  zx_status_t status = zxs_export_check_modules(modules);
   if (status != ZX_OK) {
     return status;
   }
-  write_modules(modules, out);
+  write_modules(modules, (flags & ZXS_EXPORT_MARKUP_FILE_OFFSETS) != 0, out);
   return zxs_export_stream_status(out);
 }
 
@@ -79,7 +71,7 @@ zx_status_t zxs_export_markup(const zxs_profile_t* profile, FILE* out) {
     return status;
   }
   fputs("{{{reset}}}\n", out);
-  write_modules(&profile->modules, out);
+  write_modules(&profile->modules, false, out);
   for (size_t i = 0; i < profile->sample_count; i++) {
     const zxs_profile_sample_t* s = &profile->samples[i];
     fprintf(out, "pid:%" PRIu64 " tid:%" PRIu64 "\n", s->pid, s->tid);

@@ -4,8 +4,11 @@
 #include <zlib.h>
 
 #include "export.h"
-#include "export_util.h"
+#include "export_check.h"
 #include "protobuf_writer.h"
+#include "string_builder.h"
+#include "string_table.h"
+#include "thread_index.h"
 
 // profile.proto field numbers.
 enum {
@@ -387,7 +390,7 @@ zx_status_t zxs_export_pprof_encode(const zxs_profile_t* profile, uint8_t** data
     write_locations(&st);
     ok = write_samples(&st, period);
   }
-  zxs_pb_varint_field_nz(&st.pb, kProfileDurationNanos, zxs_export_duration_ns(profile));
+  zxs_pb_varint_field_nz(&st.pb, kProfileDurationNanos, zxs_profile_duration_ns(profile));
   value_type(&st, kProfilePeriodType, "cpu", "nanoseconds");
   zxs_pb_varint_field_nz(&st.pb, kProfilePeriod, period);
   bool has_name = profile->process_name != NULL && profile->process_name[0] != '\0';

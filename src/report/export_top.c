@@ -4,7 +4,11 @@
 #include <string.h>
 
 #include "export.h"
-#include "export_util.h"
+#include "export_check.h"
+#include "export_labels.h"
+#include "string_builder.h"
+#include "string_table.h"
+#include "thread_index.h"
 
 typedef struct top_state {
   const zxs_profile_t* profile;
@@ -214,7 +218,7 @@ static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out)
     fputs("unknown", out);
   }
   if (p->sample_count > 0) {
-    uint64_t ms = (zxs_export_duration_ns(p) + 500000) / 1000000;
+    uint64_t ms = (zxs_profile_duration_ns(p) + 500000) / 1000000;
     fprintf(out, "  Duration: %" PRIu64 ".%03" PRIu64 " s", ms / 1000, ms % 1000);
   }
   fputs("\nSampled: ", out);

@@ -59,12 +59,13 @@ typedef struct zxs_module_list {
   size_t count;
 } zxs_module_list_t;
 
-// Captures the calling process's loaded modules (dl_iterate_phdr) into *out, indexed (see
-// zxs_modules_index), replacing whatever *out held without freeing it. Build IDs are read from
-// each module's mapped PT_NOTE segments. Modules that map no PT_LOAD segment are left out.
-// Returns ZX_OK, ZX_ERR_INVALID_ARGS (out is NULL), ZX_ERR_NO_MEMORY, or ZX_ERR_NOT_SUPPORTED
-// where dl_iterate_phdr is not available (on error *out is empty). Thread-safe (the loader
-// serializes with dlopen/dlclose); not async-signal-safe (allocates).
+// Captures the calling process's loaded modules (as the backend lists them:
+// zxs_prim_modules_each() in platform.h) into *out, indexed (see zxs_modules_index), replacing
+// whatever *out held without freeing it. Build IDs are read from each module's mapped PT_NOTE
+// segments. Modules that map no PT_LOAD segment are left out. Returns ZX_OK,
+// ZX_ERR_INVALID_ARGS (out is NULL), ZX_ERR_NO_MEMORY, or ZX_ERR_NOT_SUPPORTED where the
+// platform cannot list its modules (on error *out is empty). Thread-safe (the loader serializes
+// with dlopen/dlclose); not async-signal-safe (allocates).
 zx_status_t zxs_modules_capture(zxs_module_list_t* out);
 
 // Frees every path and segment array of the list and the array itself, and empties the list.
@@ -87,11 +88,6 @@ zx_status_t zxs_modules_find(const zxs_module_list_t* list, uint64_t pc,
 // The file address of runtime address `pc` in `module` (pc - load_bias, modulo 2^64). Pure.
 uint64_t zxs_module_file_address(const zxs_module_t* module, uint64_t pc);
 
-// The file offset of runtime address `pc`, which must lie in `segment` of `module`. Bytes past
-// the segment's file size (.bss) have offsets past the file's data. Pure.
-uint64_t zxs_segment_file_offset(const zxs_module_t* module, const zxs_segment_t* segment,
-                                 uint64_t pc);
-
 // Flag for zxs_modules_file_address(): `pc` is a return address (a frame other than the
 // innermost), so the module is found at pc - 1, the call instruction's last byte; a call that
 // ends a module's last segment then stays in that module. The file address returned is still
@@ -107,11 +103,10 @@ zx_status_t zxs_modules_file_address(const zxs_module_list_t* list, uint64_t pc,
 
 // The in-memory ELF image of a vDSO module captured from this process, for
 // zxs_elf_open_memory() (the vDSO has no file; saving this image lets another machine
-// symbolize it). The kernel maps the whole image, page-rounded, at the segment with file
-// offset 0; its section headers lie past that segment's memsz, so *size is rounded up to the
-// page size. Returns ZX_OK, ZX_ERR_WRONG_TYPE (not a vDSO), ZX_ERR_NOT_FOUND (no segment at
-// offset 0) or ZX_ERR_INVALID_ARGS. Only meaningful for a list captured in this process and
-// while it runs. Thread-safe.
+// symbolize it): the whole image as the kernel maps it (zxs_prim_module_t.image), section
+// headers included. Returns ZX_OK, ZX_ERR_WRONG_TYPE (not a vDSO), ZX_ERR_NOT_FOUND (this
+// process has no vDSO at the module's load bias) or ZX_ERR_INVALID_ARGS. Only meaningful for a
+// list captured in this process and while it runs. Thread-safe.
 zx_status_t zxs_module_vdso_image(const zxs_module_t* module, const void** data, size_t* size);
 
 // The ELF image of this process's vDSO (see zxs_module_vdso_image()), copied into a malloc'd

@@ -1,24 +1,7 @@
 #include "profile.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char* zxs_profile_location_label(const zxs_profile_t* profile, uint32_t location, char* buf,
-                                       size_t buf_size) {
-  const zxs_profile_location_t* loc = &profile->locations[location];
-  if (loc->function != NULL) {
-    snprintf(buf, buf_size, "%s", loc->function);
-  } else if (loc->module >= 0) {
-    const char* path = profile->modules.modules[loc->module].path;
-    const char* base = strrchr(path, '/');
-    snprintf(buf, buf_size, "%s+0x%" PRIx64, base != NULL ? base + 1 : path, loc->file_address);
-  } else {
-    snprintf(buf, buf_size, "0x%" PRIx64, loc->address);
-  }
-  return buf;
-}
 
 typedef struct string_block {
   struct string_block* next;
@@ -77,4 +60,20 @@ size_t zxs_profile_select(zxs_profile_t* profile, uint64_t pid, const char* name
   }
   profile->sample_count = kept;
   return kept;
+}
+
+uint64_t zxs_profile_duration_ns(const zxs_profile_t* p) {
+  if (p->sample_count == 0) {
+    return 0;
+  }
+  uint64_t lo = UINT64_MAX;
+  uint64_t hi = 0;
+  for (size_t i = 0; i < p->sample_count; i++) {
+    lo = p->samples[i].ticks < lo ? p->samples[i].ticks : lo;
+    hi = p->samples[i].ticks > hi ? p->samples[i].ticks : hi;
+  }
+  uint64_t tps = p->ticks_per_second != 0 ? p->ticks_per_second : 1000000000u;
+  uint64_t ticks = hi - lo;
+  uint64_t ns = ticks / tps * 1000000000u + (uint64_t)((double)(ticks % tps) * 1e9 / (double)tps);
+  return ns + (p->period > 0 ? (uint64_t)p->period : 0);
 }

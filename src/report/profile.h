@@ -1,6 +1,7 @@
 // A symbolized profile in memory: what every export format is written from (internal).
 //
-// Built from a trace file (profile_fxt.c) or from a stopped session; exporters only read it.
+// Built from a trace file (trace_read.c; a stopped session is first written as one, by
+// trace_write.c); exporters only read it.
 // Frames refer to unique locations; a location is an address plus whether it was sampled as
 // the interrupted instruction (frame 0: exact) or as a return address (every other frame: the
 // call that returns there is at address - 1, and that is what was symbolized).
@@ -103,11 +104,6 @@ typedef struct zxs_profile {
   void* strings;  // zxs_profile_strdup()'s allocations (a chain)
 } zxs_profile_t;
 
-// The name to show for a location: its function, else "module+0xoffset", else "0xaddress".
-// Writes into buf (always NUL-terminated) and returns buf.
-const char* zxs_profile_location_label(const zxs_profile_t* profile, uint32_t location, char* buf,
-                                       size_t buf_size);
-
 // Whether a sampled address is the kernel's (the top bit set, on the 64-bit architectures
 // recorded).
 static inline bool zxs_profile_is_kernel_address(uint64_t address) { return (address >> 63) != 0; }
@@ -125,5 +121,9 @@ const char* zxs_profile_strdup(zxs_profile_t* profile, const char* s);
 // Frees everything the profile owns (modules, arrays, strings) and empties it. A profile built
 // by hand with static strings and NULL `strings` may be freed too (or just not).
 void zxs_profile_free(zxs_profile_t* profile);
+
+// The profile's duration in ns: first to last sample's ticks, plus one period when it is known
+// (each sample stands for one period). 0 without samples.
+uint64_t zxs_profile_duration_ns(const zxs_profile_t* profile);
 
 #endif  // ZXSAMPLER_SRC_REPORT_PROFILE_H_

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "string_builder.h"
+
 void zxs_pb_init(zxs_pb_t* pb) { memset(pb, 0, sizeof(*pb)); }
 
 void zxs_pb_free(zxs_pb_t* pb) {
@@ -23,24 +25,10 @@ static bool reserve(zxs_pb_t* pb, size_t more) {
   if (pb->failed) {
     return false;
   }
-  if (more <= pb->capacity - pb->size) {
-    return true;
-  }
-  size_t capacity = pb->capacity != 0 ? pb->capacity : 256;
-  while (more > capacity - pb->size) {
-    if (capacity > SIZE_MAX / 2) {
-      pb->failed = true;
-      return false;
-    }
-    capacity *= 2;
-  }
-  uint8_t* data = realloc(pb->data, capacity);
-  if (data == NULL) {
+  if (!zxs_reserve_bytes((void**)&pb->data, &pb->capacity, pb->size, more, 256)) {
     pb->failed = true;
     return false;
   }
-  pb->data = data;
-  pb->capacity = capacity;
   return true;
 }
 

@@ -5,7 +5,9 @@
 //   a process kernel object (koid = pid, name, argument "sampling_period_ns");
 //   a thread kernel object per sampled thread (koid = tid, name, argument "process");
 //   an attachment (Large BLOB without metadata) of category "zxsampler", name "modules": the
-//   loaded modules as symbolizer markup ({{{module:...}}} and {{{mmap:...}}} lines);
+//   loaded modules as symbolizer markup ({{{module:...}}} and {{{mmap:...}}} lines, each mmap
+//   line followed by a "file_offset:0x..." line; traces written before that line existed lack
+//   it, and their readers derive the offsets);
 //   then every sample record of every region, as the sampler wrote them (zero tails dropped).
 #ifndef ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_
 #define ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_
@@ -40,6 +42,11 @@
 #define ZXS_TRACE_VDSO_NAME "vdso"
 #define ZXS_TRACE_VDSO_PATH "[vdso]"
 
+// The payload of a "modules" attachment or blob: the list as markup with file offsets
+// (zxs_export_markup_modules() with ZXS_EXPORT_MARKUP_FILE_OFFSETS), malloc'd into *text (caller
+// frees). ZX_ERR_NO_MEMORY, or the export's failure.
+zx_status_t zxs_trace_modules_payload(const zxs_module_list_t* modules, char** text, size_t* size);
+
 // Appends the vDSO attachment of this process's vDSO (nothing where there is none).
 // ZX_OK, or the buffer's failure.
 zx_status_t zxs_trace_write_vdso(zxs_fxt_buf_t* buf);
@@ -63,8 +70,11 @@ zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE*
 zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t* out, char* error,
                                    size_t error_size);
 
-// Parses the "modules" attachment (symbolizer markup module and mmap lines) into a list.
-// Unknown lines are skipped. ZX_ERR_IO_DATA_INTEGRITY for a malformed element.
+// Parses the "modules" attachment (symbolizer markup module and mmap lines, and the file_offset
+// line after each mmap line) into a list. Unknown lines are skipped. A segment without a
+// file_offset line (older traces) gets the offset of the usual layout: its address minus the
+// page-aligned (4 KiB) address of its module's first segment. ZX_ERR_IO_DATA_INTEGRITY for a
+// malformed element.
 zx_status_t zxs_modules_from_markup(const char* text, size_t size, zxs_module_list_t* out);
 
 #endif  // ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_

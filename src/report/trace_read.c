@@ -1,6 +1,7 @@
 // Reads a trace file into a symbolized profile (layout in trace_file.h).
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,8 @@
 
 #include "demangle.h"
 #include "elf_symbolizer.h"
+#include "export.h"
+#include "sorted_search.h"
 #include "trace_file.h"
 
 // --- The modules attachment -------------------------------------------------------------------
@@ -59,6 +62,10 @@ static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* 
   return ZX_OK;
 }
 
+// Offsets not given yet (traces from before the file_offset line) are UINT64_MAX until
+// derive_missing_offsets().
+#define OFFSET_UNKNOWN UINT64_MAX
+
 static zx_status_t add_segment(zxs_module_list_t* list, uint64_t id, uint64_t start, uint64_t size,
                                const char* perms, size_t perms_len, uint64_t vaddr) {
   if (id >= list->count) return ZX_ERR_IO_DATA_INTEGRITY;
@@ -73,15 +80,68 @@ static zx_status_t add_segment(zxs_module_list_t* list, uint64_t id, uint64_t st
              : perms[i] == 'x' ? ZXS_SEGMENT_X
                                : 0;
   }
-  // Markup carries no file offsets: for the usual layouts (first PT_LOAD at file offset 0)
-  // a segment's offset is its address minus the page-aligned address of the first one.
-  m->segments[m->segment_count] = (zxs_segment_t){.vaddr = vaddr, .memsz = size, .flags = flags};
+  m->segments[m->segment_count] =
+      (zxs_segment_t){.vaddr = vaddr, .memsz = size, .offset = OFFSET_UNKNOWN, .flags = flags};
   m->segment_count++;
   m->load_bias = start - vaddr;
-  uint64_t base = m->segments[0].vaddr & ~(uint64_t)0xfff;
-  for (size_t i = 0; i < m->segment_count; i++) {
-    m->segments[i].offset = m->segments[i].vaddr - base;
+  return ZX_OK;
+}
+
+// Older traces carry no file offsets: for the usual layouts (first PT_LOAD at file offset 0) a
+// segment's offset is its address minus the page-aligned address of its module's first one.
+static void derive_missing_offsets(zxs_module_list_t* list) {
+  for (size_t i = 0; i < list->count; i++) {
+    zxs_module_t* m = &list->modules[i];
+    for (size_t j = 0; j < m->segment_count; j++) {
+      if (m->segments[j].offset == OFFSET_UNKNOWN) {
+        m->segments[j].offset = m->segments[j].vaddr - (m->segments[0].vaddr & ~(uint64_t)0xfff);
+      }
+    }
   }
+}
+
+static zx_status_t parse_module_line(const char* p, const char* eol, zxs_module_list_t* out) {
+  uint64_t id;
+  if (!parse_u64(&p, eol, 10, &id) || !expect(&p, eol, ":")) return ZX_ERR_IO_DATA_INTEGRITY;
+  const char* name = p;
+  const char* colon = memchr(p, ':', (size_t)(eol - p));
+  if (colon == NULL) return ZX_ERR_IO_DATA_INTEGRITY;
+  p = colon;
+  const char* hex = p + 5;  // ":elf:"
+  const char* close = hex <= eol ? strstr(hex, "}}}") : NULL;
+  if (!expect(&p, eol, ":elf:") || close == NULL || close > eol) return ZX_ERR_IO_DATA_INTEGRITY;
+  return add_module(out, id, name, (size_t)(colon - name), hex, (size_t)(close - hex));
+}
+
+// Sets *last to the segment added.
+static zx_status_t parse_mmap_line(const char* p, const char* eol, zxs_module_list_t* out,
+                                   zxs_segment_t** last) {
+  uint64_t start, len, id, vaddr;
+  if (!parse_u64(&p, eol, 16, &start) || !expect(&p, eol, ":") || !parse_u64(&p, eol, 16, &len) ||
+      !expect(&p, eol, ":load:") || !parse_u64(&p, eol, 10, &id) || !expect(&p, eol, ":")) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  const char* perms = p;
+  while (p < eol && *p != ':') p++;
+  const char* perms_end = p;
+  if (!expect(&p, eol, ":") || !parse_u64(&p, eol, 16, &vaddr) || !expect(&p, eol, "}}}")) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  zx_status_t status = add_segment(out, id, start, len, perms, (size_t)(perms_end - perms), vaddr);
+  if (status == ZX_OK) {
+    zxs_module_t* m = &out->modules[id];
+    *last = &m->segments[m->segment_count - 1];
+  }
+  return status;
+}
+
+// The file offset of the segment of the mmap line just before.
+static zx_status_t parse_file_offset_line(const char* p, const char* eol, zxs_segment_t* last) {
+  uint64_t offset;
+  if (last == NULL || !parse_u64(&p, eol, 16, &offset) || p != eol) {
+    return ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  last->offset = offset;
   return ZX_OK;
 }
 
@@ -89,52 +149,26 @@ zx_status_t zxs_modules_from_markup(const char* text, size_t size, zxs_module_li
   memset(out, 0, sizeof(*out));
   const char* end = text + size;
   zx_status_t status = ZX_OK;
+  zxs_segment_t* last = NULL;  // of the last mmap line, until the next line
   for (const char* line = text; line < end && status == ZX_OK;) {
     const char* eol = memchr(line, '\n', (size_t)(end - line));
     if (eol == NULL) eol = end;
     const char* p = line;
+    zxs_segment_t* previous = last;
+    last = NULL;
     if (expect(&p, eol, "{{{module:")) {
-      uint64_t id;
-      const char* name = NULL;
-      const char* colon = NULL;
-      if (!parse_u64(&p, eol, 10, &id) || !expect(&p, eol, ":")) {
-        status = ZX_ERR_IO_DATA_INTEGRITY;
-        break;
-      }
-      name = p;
-      colon = memchr(p, ':', (size_t)(eol - p));
-      if (colon == NULL) {
-        status = ZX_ERR_IO_DATA_INTEGRITY;
-        break;
-      }
-      p = colon;
-      const char* hex = p + 5;  // ":elf:"
-      const char* close = hex <= eol ? strstr(hex, "}}}") : NULL;
-      if (!expect(&p, eol, ":elf:") || close == NULL || close > eol) {
-        status = ZX_ERR_IO_DATA_INTEGRITY;
-        break;
-      }
-      status = add_module(out, id, name, (size_t)(colon - name), hex, (size_t)(close - hex));
+      status = parse_module_line(p, eol, out);
     } else if (expect(&p, eol, "{{{mmap:")) {
-      uint64_t start, len, id, vaddr;
-      if (!parse_u64(&p, eol, 16, &start) || !expect(&p, eol, ":") ||
-          !parse_u64(&p, eol, 16, &len) || !expect(&p, eol, ":load:") ||
-          !parse_u64(&p, eol, 10, &id) || !expect(&p, eol, ":")) {
-        status = ZX_ERR_IO_DATA_INTEGRITY;
-        break;
-      }
-      const char* perms = p;
-      while (p < eol && *p != ':') p++;
-      const char* perms_end = p;
-      if (!expect(&p, eol, ":") || !parse_u64(&p, eol, 16, &vaddr) || !expect(&p, eol, "}}}")) {
-        status = ZX_ERR_IO_DATA_INTEGRITY;
-        break;
-      }
-      status = add_segment(out, id, start, len, perms, (size_t)(perms_end - perms), vaddr);
+      status = parse_mmap_line(p, eol, out, &last);
+    } else if (expect(&p, eol, ZXS_MARKUP_FILE_OFFSET_PREFIX)) {
+      status = parse_file_offset_line(p, eol, previous);
     }
     line = eol + 1;
   }
-  if (status == ZX_OK) status = zxs_modules_index(out);
+  if (status == ZX_OK) {
+    derive_missing_offsets(out);
+    status = zxs_modules_index(out);
+  }
   if (status != ZX_OK) zxs_modules_free(out);
   return status;
 }
@@ -307,15 +341,9 @@ static zxs_elf_t* open_module(const zxs_module_t* m, const zxs_fxt_bytes_t* vdso
 
 static const zxs_profile_kernel_symbol_t* find_kernel_symbol(const zxs_profile_t* p,
                                                              uint64_t address) {
-  size_t lo = 0, hi = p->kernel_symbol_count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (p->kernel_symbols[mid].start <= address) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
+  const size_t lo = zxs_sorted_count_at_or_below(
+      p->kernel_symbols, p->kernel_symbol_count, sizeof(p->kernel_symbols[0]),
+      offsetof(zxs_profile_kernel_symbol_t, start), address);
   if (lo == 0) return NULL;
   const zxs_profile_kernel_symbol_t* sym = &p->kernel_symbols[lo - 1];
   return address < sym->end ? sym : NULL;

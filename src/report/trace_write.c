@@ -47,6 +47,21 @@ static zx_status_t write_kernel_objects(zxs_fxt_buf_t* buf, zx_koid_t pid, zx_du
   return buf->status;
 }
 
+zx_status_t zxs_trace_modules_payload(const zxs_module_list_t* modules, char** text, size_t* size) {
+  *text = NULL;
+  *size = 0;
+  FILE* mem = open_memstream(text, size);
+  if (mem == NULL) return ZX_ERR_NO_MEMORY;
+  zx_status_t status = zxs_export_markup_modules(modules, ZXS_EXPORT_MARKUP_FILE_OFFSETS, mem);
+  if (fclose(mem) != 0 && status == ZX_OK) status = ZX_ERR_NO_MEMORY;
+  if (status != ZX_OK) {
+    free(*text);
+    *text = NULL;
+    *size = 0;
+  }
+  return status;
+}
+
 // The loaded modules as a markup attachment.
 static zx_status_t write_modules(zxs_fxt_buf_t* buf) {
   zxs_module_list_t modules = {0};
@@ -54,13 +69,7 @@ static zx_status_t write_modules(zxs_fxt_buf_t* buf) {
   if (status != ZX_OK) return status;
   char* text = NULL;
   size_t size = 0;
-  FILE* mem = open_memstream(&text, &size);
-  if (mem == NULL) {
-    zxs_modules_free(&modules);
-    return ZX_ERR_NO_MEMORY;
-  }
-  status = zxs_export_markup_modules(&modules, mem);
-  fclose(mem);
+  status = zxs_trace_modules_payload(&modules, &text, &size);
   zxs_modules_free(&modules);
   if (status == ZX_OK) {
     zxs_fxt_large_blob_t blob = {.category = str(ZXS_TRACE_CATEGORY),

@@ -457,6 +457,29 @@ zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t pe
   return ZX_OK;
 }
 
+// --- Loaded modules ----------------------------------------------------------------------------
+
+// One main executable of two segments, text and data, with no notes; no vDSO. Weak, so that a
+// test which links the real capture too (modules_linux.c, to symbolize its own code) gets that.
+__attribute__((weak)) zx_status_t zxs_prim_modules_each(zxs_prim_module_fn fn, void* ctx) {
+  static const zxs_prim_phdr_t kPhdrs[2] = {
+      {.type = ZXS_PRIM_PT_LOAD, .flags = 5, .vaddr = 0x0, .memsz = 0x2000, .align = 0x1000},
+      {.type = ZXS_PRIM_PT_LOAD,
+       .flags = 6,
+       .vaddr = 0x3e10,
+       .memsz = 0x300,
+       .offset = 0x2e10,
+       .align = 0x1000}};
+  const zxs_prim_module_t main_module = {
+      .name = "", .load_bias = 0x555500000000, .is_main = true, .phdrs = kPhdrs, .phdr_count = 2};
+  return fn(&main_module, ctx);
+}
+
+__attribute__((weak)) zx_status_t zxs_prim_modules_main_path(char** path) {
+  *path = strdup(FAKE_MAIN_PATH);
+  return *path != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
+}
+
 // --- perfmon ----------------------------------------------------------------------------------
 
 #define FAKE_MAX_BUFFERS FAKE_CPU_LIMIT

@@ -58,6 +58,13 @@ zxs_thread_slot_t* fake_slot_of(uint64_t koid);
 // Live fake regions (created and not yet freed).
 uint32_t fake_live_regions(void);
 
+// --- Loaded modules ----------------------------------------------------------------------------
+// zxs_prim_modules_each() lists one module: the main executable, FAKE_MAIN_PATH, loaded at
+// 0x555500000000 with a text segment [0, 0x2000) at file offset 0 and a data segment
+// [0x3e10, 0x4110) at file offset 0x2e10; no build ID, no vDSO. A test that links the Linux
+// backend's modules_linux.c as well gets the process's real modules instead.
+#define FAKE_MAIN_PATH "/fake/program"
+
 // --- The perfmon controller's backend ---------------------------------------------------------
 //
 // Events the fake collects: the misc unit's software events (counting); the arch and fixed

@@ -996,7 +996,7 @@ static void test_markup_modules(void** state) {
   zxs_module_list_t list = {.modules = modules, .count = 3};
   FILE* out = tmpfile();
   assert_non_null(out);
-  assert_int_equal(zxs_export_markup_modules(&list, out), ZX_OK);
+  assert_int_equal(zxs_export_markup_modules(&list, 0, out), ZX_OK);
   char* text = read_back(out, NULL);
   assert_string_equal(text,
                       "{{{module:0:/usr/bin/app:elf:abcdef0123456789}}}\n"
@@ -1011,11 +1011,11 @@ static void test_markup_modules(void** state) {
   zxs_module_list_t empty = {0};
   out = tmpfile();
   assert_non_null(out);
-  assert_int_equal(zxs_export_markup_modules(&empty, out), ZX_OK);
-  assert_int_equal(zxs_export_markup_modules(NULL, out), ZX_ERR_INVALID_ARGS);
-  assert_int_equal(zxs_export_markup_modules(&list, NULL), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_export_markup_modules(&empty, 0, out), ZX_OK);
+  assert_int_equal(zxs_export_markup_modules(NULL, 0, out), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_export_markup_modules(&list, 0, NULL), ZX_ERR_INVALID_ARGS);
   modules[1].segments = NULL;
-  assert_int_equal(zxs_export_markup_modules(&list, out), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_export_markup_modules(&list, 0, out), ZX_ERR_INVALID_ARGS);
   text = read_back(out, NULL);
   assert_string_equal(text, "");
   free(text);

@@ -457,7 +457,7 @@ static void test_hand_built_list(void** state) {
   assert_string_equal(m->path, "/b.so");
   assert_int_equal(s->flags, 5);
   assert_int_equal(zxs_module_file_address(m, 0x203010), 0x3010);
-  assert_int_equal(zxs_segment_file_offset(m, s, 0x203010), 0x1010);
+  assert_int_equal(s->offset, 0x1000);
 
   // A return address equal to a segment's end belongs to the call before it.
   uint64_t file_address = 0;

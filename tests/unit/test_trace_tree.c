@@ -5,11 +5,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 // cmocka after the standard headers it needs.
 #include <cmocka.h>
 #include <zxsampler/fxt.h>
 
+#include "fake_platform.h"
 #include "profile.h"
 #include "trace_file.h"
 
@@ -130,10 +132,78 @@ static void test_select(void** state) {
   zxs_fxt_buf_destroy(&buf);
 }
 
+// The list as a trace file carries it, read back.
+static void round_trip(const zxs_module_list_t* list, zxs_module_list_t* read) {
+  char* text = NULL;
+  size_t size = 0;
+  assert_int_equal(zxs_trace_modules_payload(list, &text, &size), ZX_OK);
+  assert_int_equal(zxs_modules_from_markup(text, size, read), ZX_OK);
+  free(text);
+}
+
+// File offsets travel with the modules: each segment's as its file has it, even where the 4 KiB
+// rule of older traces would guess another (here a data segment whose page is not its offset's).
+static void test_module_file_offsets(void** state) {
+  (void)state;
+  zxs_segment_t segments[2] = {
+      {.vaddr = 0x0, .memsz = 0x1800, .offset = 0x0, .flags = ZXS_SEGMENT_R | ZXS_SEGMENT_X},
+      {.vaddr = 0x3e10, .memsz = 0x300, .offset = 0x1e10, .flags = ZXS_SEGMENT_R | ZXS_SEGMENT_W}};
+  zxs_module_t module = {.path = "/lib/libodd.so",
+                         .build_id = {1, 2, 3, 4},
+                         .build_id_size = 4,
+                         .load_bias = 0x7f0000000000,
+                         .segments = segments,
+                         .segment_count = 2};
+  const zxs_module_list_t list = {.modules = &module, .count = 1};
+  zxs_module_list_t read = {0};
+  round_trip(&list, &read);
+  assert_int_equal(read.count, 1);
+  assert_int_equal(read.modules[0].segment_count, 2);
+  assert_int_equal(read.modules[0].load_bias, 0x7f0000000000);
+  assert_int_equal(read.modules[0].segments[1].offset, 0x1e10);
+  zxs_modules_free(&read);
+
+  // An older trace: no file_offset lines, offsets derived as before.
+  static const char kOld[] =
+      "{{{module:0:/lib/libodd.so:elf:01020304}}}\n"
+      "{{{mmap:0x7f0000000000:0x1800:load:0:rx:0x0}}}\n"
+      "{{{mmap:0x7f0000003e10:0x300:load:0:rw:0x3e10}}}\n";
+  assert_int_equal(zxs_modules_from_markup(kOld, strlen(kOld), &read), ZX_OK);
+  assert_int_equal(read.modules[0].segments[1].offset, 0x3e10);
+  zxs_modules_free(&read);
+
+  static const char kOrphan[] = "file_offset:0x1000\n";
+  assert_int_equal(zxs_modules_from_markup(kOrphan, strlen(kOrphan), &read),
+                   ZX_ERR_IO_DATA_INTEGRITY);
+}
+
+// The capture goes through the backend (here the fake's one module): kind, path and every
+// segment's file offset reach the trace's modules and come back from it.
+static void test_captured_modules_through_the_trace(void** state) {
+  (void)state;
+  zxs_module_list_t captured = {0};
+  assert_int_equal(zxs_modules_capture(&captured), ZX_OK);
+  assert_int_equal(captured.count, 1);
+  assert_int_equal(captured.modules[0].kind, ZXS_MODULE_MAIN);
+  assert_string_equal(captured.modules[0].path, FAKE_MAIN_PATH);
+  assert_int_equal(captured.modules[0].segments[1].offset, 0x2e10);
+  // Markup wants a build ID: give it one, as a real module has.
+  captured.modules[0].build_id[0] = 0xab;
+  captured.modules[0].build_id_size = 1;
+  zxs_module_list_t read = {0};
+  round_trip(&captured, &read);
+  assert_int_equal(read.modules[0].load_bias, captured.modules[0].load_bias);
+  assert_int_equal(read.modules[0].segments[1].offset, 0x2e10);
+  zxs_modules_free(&read);
+  zxs_modules_free(&captured);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_processes_and_their_modules),
       cmocka_unit_test(test_select),
+      cmocka_unit_test(test_module_file_offsets),
+      cmocka_unit_test(test_captured_modules_through_the_trace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

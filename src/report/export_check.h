@@ -1,0 +1,22 @@
+// What every exporter checks before it writes (internal to src/report/export*.c).
+#ifndef ZXSAMPLER_SRC_REPORT_EXPORT_CHECK_H_
+#define ZXSAMPLER_SRC_REPORT_EXPORT_CHECK_H_
+
+#include <stdio.h>
+#include <zxsampler/types.h>
+
+#include "modules.h"
+#include "profile.h"
+
+// ZX_OK if `out` is not NULL and every index in the profile is in range (see export.h), else
+// ZX_ERR_INVALID_ARGS. Exporters that write to memory pass a non-NULL token for `out`.
+zx_status_t zxs_export_check(const zxs_profile_t* profile, const void* out);
+
+// ZX_ERR_IO if the stream has seen a write error, else ZX_OK.
+zx_status_t zxs_export_stream_status(FILE* out);
+
+// ZX_OK if the list's arrays are there as counted and no build ID is longer than
+// ZXS_BUILD_ID_MAX, else ZX_ERR_INVALID_ARGS.
+zx_status_t zxs_export_check_modules(const zxs_module_list_t* modules);
+
+#endif  // ZXSAMPLER_SRC_REPORT_EXPORT_CHECK_H_
