@@ -66,7 +66,8 @@ static void usage_record(FILE* out) {
           "  -q, --quiet          no summary at the end (losses are still reported)\n"
           "      --unwind HOW     dwarf: unwind user stacks with their CFI (.eh_frame), frame\n"
           "                       pointers where a frame has none (default where built with\n"
-          "                       libunwind); fp: frame pointers only, the kernel's walk\n"
+          "                       libunwind); fp: frame pointers only, the kernel's walk;\n"
+          "                       ZXSAMPLER_UNWIND=fp|dwarf sets the default\n"
           "      --stack-copy N   bytes of user stack copied per sample (default %u with dwarf,\n"
           "                       %u with fp; at most %u); deeper stacks end in [truncated]\n"
           "      --user-only      never sample kernel code (default: kernel too, where the\n"
@@ -85,6 +86,25 @@ typedef struct record_args {
 } record_args_t;
 
 enum { OPT_PERIOD = 256, OPT_NO_INHERIT, OPT_USER_ONLY, OPT_UNWIND, OPT_STACK_COPY };
+
+// `how` ("fp" or "dwarf", from `where`) into a->dwarf: -1 when taken, else the exit status.
+static int choose_unwind(record_args_t* a, const char* how, const char* where) {
+  if (strcmp(how, "fp") == 0) {
+    a->dwarf = false;
+  } else if (strcmp(how, "dwarf") == 0) {
+    if (!zxs_cfi_available()) {
+      fprintf(stderr, "%s: %s dwarf: this build has no CFI unwinder (libunwind)\n", ZXSAMPLER_PROG,
+              where);
+      return 2;
+    }
+    a->dwarf = true;
+  } else {
+    fprintf(stderr, "%s: %s takes fp or dwarf, not '%s'\n\n", ZXSAMPLER_PROG, where, how);
+    usage_record(stderr);
+    return 2;
+  }
+  return -1;
+}
 
 // Takes option `opt` with its argument. Returns -1 when taken, else the status to exit with.
 static int take_option(int opt, const char* arg, record_args_t* a) {
@@ -135,19 +155,7 @@ static int take_option(int opt, const char* arg, record_args_t* a) {
       a->quiet = true;
       break;
     case OPT_UNWIND:
-      if (strcmp(arg, "fp") == 0) {
-        a->dwarf = false;
-      } else if (strcmp(arg, "dwarf") == 0) {
-        if (!zxs_cfi_available()) {
-          fprintf(stderr, "%s: --unwind dwarf: this build has no CFI unwinder (libunwind)\n",
-                  ZXSAMPLER_PROG);
-          return 2;
-        }
-        a->dwarf = true;
-      } else {
-        return cli_fail_usage(usage_record, "--unwind takes fp or dwarf, not '%s'", arg);
-      }
-      break;
+      return choose_unwind(a, arg, "--unwind");
     case OPT_STACK_COPY:
       if (!cli_parse_positive(arg, STACK_COPY_MAX, &a->stack_copy) || a->stack_copy < 512) {
         return cli_fail_usage(usage_record, "--stack-copy takes bytes from 512 to 65528, not '%s'",
@@ -203,6 +211,12 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
                        .inherit = true,
                        .kernel = true,
                        .dwarf = zxs_cfi_available()};
+  // ZXSAMPLER_UNWIND=fp|dwarf sets the default; --unwind overrides it.
+  const char* env = getenv("ZXSAMPLER_UNWIND");
+  if (env != NULL && env[0] != '\0') {
+    const int status = choose_unwind(a, env, "ZXSAMPLER_UNWIND");
+    if (status != -1) return status;
+  }
   int opt;
   optind = 1;
   while ((opt = getopt_long(argc, argv, "+o:f:F:b:p:d:qh", options, NULL)) != -1) {

@@ -32,9 +32,13 @@ typedef enum zxs_profile_format {
 typedef struct zxs_profiler_options {
   zx_duration_t period;  // ns of a thread's CPU time between samples; 0 = 1 ms
   size_t buffer_size;    // bytes per CPU; 0 = 16 MiB
+  // Must be zero (initialize the struct with = {...} or memset): options added later take
+  // these, zero meaning their default, so the struct keeps its size.
+  uint64_t reserved[6];
 } zxs_profiler_options_t;
 
 // Creates a session (with the debug resource), attaches the calling thread and starts.
+//   ZX_ERR_INVALID_ARGS   a reserved field is not zero.
 //   ZX_ERR_BAD_STATE      the profiler is already running.
 //   ZX_ERR_ALREADY_EXISTS the program holds its own sampler session.
 //   and the statuses of zxs_sampler_create() / attach() / start().

@@ -128,6 +128,10 @@ typedef struct zxs_sampler_stats {
   uint64_t throttled;              // times a thread's period was raised to protect the host
   uint64_t overruns;               // periods the source reports as missed
   uint64_t source_failures;        // sources that could not be armed and fell back or failed
+  // How stacks are walked: "fp" (frame pointers) for every in-process source; CFI unwinding
+  // (.eh_frame) is zxsampler record's, which walks the kernel's stack copy outside the program.
+  const char* unwinder;
+  uint64_t reserved[8];  // zero; counters added later take these, so the size stays the same
 } zxs_sampler_stats_t;
 
 // Reads the session's counters. Needs ZX_RIGHT_INSPECT on the IOBuffer.

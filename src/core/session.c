@@ -414,6 +414,7 @@ zx_status_t zxs_sampler_get_stats(zx_handle_t iob, zxs_sampler_stats_t* stats) {
   zxs_prim_get_caps(&caps);
   memset(stats, 0, sizeof(*stats));
   stats->backend = caps.name;
+  stats->unwinder = "fp";  // the core's walk (frame_walk.c) is the only one in process
   stats->requested_period = s->config.period;
   stats->effective_period = s->config.period;
   stats->walks_truncated = s->walks_truncated;

@@ -20,6 +20,11 @@ static zx_handle_t g_iob = ZX_HANDLE_INVALID;
 static zx_duration_t g_period;
 
 zx_status_t zxs_profiler_start(const zxs_profiler_options_t* options) {
+  if (options != NULL) {
+    for (size_t i = 0; i < sizeof(options->reserved) / sizeof(options->reserved[0]); i++) {
+      if (options->reserved[i] != 0) return ZX_ERR_INVALID_ARGS;
+    }
+  }
   zx_sampler_config_t config = {
       .period = options != NULL && options->period != 0 ? options->period : DEFAULT_PERIOD,
       .buffer_size =

@@ -213,6 +213,17 @@ if "$ZXS" record --help | grep -q -- '--unwind HOW' && [ -n "$NOFP" ]; then
       >/dev/null 2>&1
     "$ZXS" report -f folded "$T/nofp-fp.fxt" >"$T/nofp-fp.folded"
     echo "C++ without frame pointers: $share% reach main with CFI, $(reach_share "$T/nofp-fp.folded")% with frame pointers"
+    # ZXSAMPLER_UNWIND sets the default, --unwind overrides it, a bad value is refused.
+    ZXSAMPLER_UNWIND=fp ASAN_OPTIONS=detect_leaks=0 "$ZXS" record -o "$T/env.fxt" -- true \
+      >/dev/null 2>"$T/env.err"
+    check "ZXSAMPLER_UNWIND=fp: frame pointers" grep -q 'unwound with frame pointers' "$T/env.err"
+    ZXSAMPLER_UNWIND=fp ASAN_OPTIONS=detect_leaks=0 "$ZXS" record --unwind dwarf -o "$T/env.fxt" \
+      -- true >/dev/null 2>"$T/env.err"
+    check "--unwind dwarf over ZXSAMPLER_UNWIND=fp: CFI" grep -q 'unwound with CFI' "$T/env.err"
+    ZXSAMPLER_UNWIND=bogus "$ZXS" record -o "$T/env.fxt" -- true >/dev/null 2>"$T/env.err"
+    status=$?
+    check "ZXSAMPLER_UNWIND=bogus: exit 2 and a message (got $status)" \
+      sh -c "[ $status -eq 2 ] && grep -q 'ZXSAMPLER_UNWIND takes fp or dwarf' '$T/env.err'"
   else
     echo "SKIP: this build has no CFI unwinder ($(cat "$T/nofp.err"))"
   fi

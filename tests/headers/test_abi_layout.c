@@ -15,6 +15,17 @@ static void config_layout(void** state) {
   assert_int_equal(offsetof(zx_sampler_config_t, iobuffer_discipline), 16);
 }
 
+// The library's own structs: their sizes are the ABI (on LP64); fields added later take the
+// reserved words.
+static void library_layouts(void** state) {
+  (void)state;
+  assert_int_equal(sizeof(zxs_sampler_stats_t), 168);
+  assert_int_equal(offsetof(zxs_sampler_stats_t, unwinder), 96);
+  assert_int_equal(offsetof(zxs_sampler_stats_t, reserved), 104);
+  assert_int_equal(sizeof(zxs_profiler_options_t), 64);
+  assert_int_equal(offsetof(zxs_profiler_options_t, reserved), 16);
+}
+
 static void iob_layouts(void** state) {
   (void)state;
   assert_int_equal(sizeof(zx_info_iob_t), 16);
@@ -93,9 +104,9 @@ static void status_values(void** state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(config_layout),        cmocka_unit_test(iob_layouts),
-      cmocka_unit_test(task_runtime_layouts), cmocka_unit_test(perfmon_layouts),
-      cmocka_unit_test(status_values),
+      cmocka_unit_test(config_layout),   cmocka_unit_test(iob_layouts),
+      cmocka_unit_test(library_layouts), cmocka_unit_test(task_runtime_layouts),
+      cmocka_unit_test(perfmon_layouts), cmocka_unit_test(status_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

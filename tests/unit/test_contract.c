@@ -320,6 +320,7 @@ static void samples_land_in_the_cpu_region_and_survive_close(void** state) {
   assert_int_equal(stats.samples_written, 3);
   assert_int_equal(stats.dropped_full, 0);
   assert_string_equal(stats.backend, "fake");
+  assert_string_equal(stats.unwinder, "fp");  // the in-process walk: frame pointers
   assert_int_equal(stats.source, ZXS_SOURCE_FAKE);
 
   // The mapping outlives the handle and a new session; a late signal for the old slot (its
