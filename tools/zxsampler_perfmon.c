@@ -441,7 +441,7 @@ static void chomp(char* s) { s[strcspn(s, "\n")] = '\0'; }
 static void note_thread(child_t* c, int tid, const char* name, bool rename) {
   for (size_t i = 0; i < c->thread_count; i++) {
     if (c->threads[i].tid == tid) {
-      if (rename) snprintf(c->threads[i].name, sizeof(c->threads[i].name), "%s", name);
+      if (rename) snprintf(c->threads[i].name, sizeof(c->threads[i].name), "%.31s", name);
       return;
     }
   }
@@ -449,7 +449,7 @@ static void note_thread(child_t* c, int tid, const char* name, bool rename) {
   if (grown == NULL) return;
   c->threads = grown;
   c->threads[c->thread_count].tid = tid;
-  snprintf(c->threads[c->thread_count].name, sizeof(c->threads[0].name), "%s", name);
+  snprintf(c->threads[c->thread_count].name, sizeof(c->threads[0].name), "%.31s", name);
   c->thread_count++;
 }
 

@@ -595,6 +595,7 @@ static void op_start(stream_t* s) {
   } else if ((want = expect_handle(iob, ZX_OBJ_TYPE_IOB, ZX_RIGHT_APPLY_PROFILE, &ih)) != ZX_OK) {
   } else {
     const int session = g_m.objs[ih->obj].session;
+    CHECK(session >= 0);  // an IOBuffer's object always has its session
     msession_t* ss = &g_m.sessions[session];
     if (ss->running) {
       want = ZX_ERR_BAD_STATE;  // and nothing changes
