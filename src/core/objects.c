@@ -9,6 +9,7 @@
 #include <zxsampler/object.h>
 #include <zxsampler/sampler.h>
 
+#include "task_runtime.h"
 #include "zxs_config.h"
 
 // --- Switches ---------------------------------------------------------------------------------
@@ -200,3 +201,40 @@ uint32_t zxs_system_get_num_cpus(void) {
 
 zx_ticks_t zxs_ticks_get(void) { return (zx_ticks_t)zxs_prim_ticks(); }
 zx_ticks_t zxs_ticks_per_second(void) { return (zx_ticks_t)zxs_prim_ticks_per_second(); }
+
+// --- zx_object_get_info: the topics, each to the object that answers it ------------------------
+
+zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic, void* buffer,
+                                size_t buffer_size, size_t* actual, size_t* avail) {
+  if (buffer == NULL && buffer_size != 0) return ZX_ERR_INVALID_ARGS;
+  zxs_object_t* obj;
+  zx_rights_t rights;
+  zx_status_t status;
+  switch (topic) {
+    case ZX_INFO_HANDLE_BASIC: {
+      status = zxs_handle_get(handle, ZX_OBJ_TYPE_NONE, ZX_RIGHT_NONE, &obj, &rights);
+      if (status != ZX_OK) return status;
+      if (buffer_size < sizeof(zx_info_handle_basic_t)) {
+        status = ZX_ERR_BUFFER_TOO_SMALL;
+      } else {
+        zx_info_handle_basic_t info = {.koid = obj->koid,
+                                       .rights = rights,
+                                       .type = obj->type,
+                                       .related_koid = obj->related_koid};
+        memcpy(buffer, &info, sizeof(info));
+        zxs_info_count(actual, 1);
+      }
+      zxs_info_count(avail, 1);
+      zxs_object_release(obj);
+      return status;
+    }
+    case ZX_INFO_TASK_RUNTIME:
+    case ZX_INFO_TASK_RUNTIME_V1:
+      return zxs_task_runtime_get_info(handle, topic, buffer, buffer_size, actual, avail);
+    case ZX_INFO_IOB:
+    case ZX_INFO_IOB_REGIONS:
+      return zxs_session_get_info(handle, topic, buffer, buffer_size, actual, avail);
+    default:
+      return ZX_ERR_NOT_SUPPORTED;
+  }
+}

@@ -38,6 +38,15 @@ void zxs_perfmon_atfork_prepare(void);
 void zxs_perfmon_atfork_parent(void);
 void zxs_perfmon_atfork_child(void);
 
+// zx_object_get_info's count outputs, which callers may pass as NULL.
+static inline void zxs_info_count(size_t* p, size_t v) {
+  if (p != NULL) *p = v;
+}
+// The sampler IOBuffer's topics (ZX_INFO_IOB, ZX_INFO_IOB_REGIONS) for zx_object_get_info
+// (session.c): its statuses.
+zx_status_t zxs_session_get_info(zx_handle_t handle, zx_object_info_topic_t topic, void* buffer,
+                                 size_t buffer_size, size_t* actual, size_t* avail);
+
 // Forgets the calling thread's own handle (thread exit).
 void zxs_thread_self_forget(zx_koid_t koid);
 

@@ -444,47 +444,12 @@ zx_status_t zxs_sampler_get_stats(zx_handle_t iob, zxs_sampler_stats_t* stats) {
   return ZX_OK;
 }
 
-// --- Info and mappings ------------------------------------------------------------------------
+// --- The IOBuffer's info and mappings ----------------------------------------------------------
 
-static void set_count(size_t* p, size_t v) {
-  if (p != NULL) *p = v;
-}
-
-zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic, void* buffer,
-                                size_t buffer_size, size_t* actual, size_t* avail) {
-  if (buffer == NULL && buffer_size != 0) return ZX_ERR_INVALID_ARGS;
-  zxs_object_t* obj;
-  zx_rights_t rights;
-  zx_status_t status;
-  switch (topic) {
-    case ZX_INFO_HANDLE_BASIC: {
-      status = zxs_handle_get(handle, ZX_OBJ_TYPE_NONE, ZX_RIGHT_NONE, &obj, &rights);
-      if (status != ZX_OK) return status;
-      if (buffer_size < sizeof(zx_info_handle_basic_t)) {
-        status = ZX_ERR_BUFFER_TOO_SMALL;
-      } else {
-        zx_info_handle_basic_t info = {.koid = obj->koid,
-                                       .rights = rights,
-                                       .type = obj->type,
-                                       .related_koid = obj->related_koid};
-        memcpy(buffer, &info, sizeof(info));
-        set_count(actual, 1);
-      }
-      set_count(avail, 1);
-      zxs_object_release(obj);
-      return status;
-    }
-    case ZX_INFO_TASK_RUNTIME:
-    case ZX_INFO_TASK_RUNTIME_V1:
-      return zxs_task_runtime_get_info(handle, topic, buffer, buffer_size, actual, avail);
-    case ZX_INFO_IOB:
-    case ZX_INFO_IOB_REGIONS:
-      break;
-    default:
-      return ZX_ERR_NOT_SUPPORTED;
-  }
+zx_status_t zxs_session_get_info(zx_handle_t handle, zx_object_info_topic_t topic, void* buffer,
+                                 size_t buffer_size, size_t* actual, size_t* avail) {
   zxs_session_t* s;
-  status = lock_session(handle, ZX_RIGHT_INSPECT, &s);
+  zx_status_t status = lock_session(handle, ZX_RIGHT_INSPECT, &s);
   if (status != ZX_OK) return status;
   if (topic == ZX_INFO_IOB) {
     if (buffer_size < sizeof(zx_info_iob_t)) {
@@ -492,9 +457,9 @@ zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic
     } else {
       zx_info_iob_t info = {.options = 0, .region_count = s->region_count};
       memcpy(buffer, &info, sizeof(info));
-      set_count(actual, 1);
+      zxs_info_count(actual, 1);
     }
-    set_count(avail, 1);
+    zxs_info_count(avail, 1);
   } else {
     size_t fit = buffer_size / sizeof(zx_iob_region_info_t);
     size_t n = fit < s->region_count ? fit : s->region_count;
@@ -508,8 +473,8 @@ zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic_t topic
       info.koid = s->region_koids[i];
       memcpy((zx_iob_region_info_t*)buffer + i, &info, sizeof(info));
     }
-    set_count(actual, n);
-    set_count(avail, s->region_count);
+    zxs_info_count(actual, n);
+    zxs_info_count(avail, s->region_count);
   }
   unlock_session(s);
   return status;
@@ -531,16 +496,4 @@ zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, size_t vm
                           options, vmar_offset, region_offset, region_len, mapped_addr);
   unlock_session(s);
   return status;
-}
-
-zx_status_t zxs_vmar_unmap(zx_handle_t vmar, zx_vaddr_t addr, size_t len) {
-  zxs_object_t* vobj;
-  zx_status_t status = zxs_handle_get(vmar, ZX_OBJ_TYPE_VMAR, ZX_RIGHT_NONE, &vobj, NULL);
-  if (status != ZX_OK) return status;
-  zxs_object_release(vobj);
-  const uint64_t page_mask = zxs_system_get_page_size() - 1;
-  if (len == 0 || (addr & page_mask) != 0 || (len & page_mask) != 0) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  return zxs_prim_unmap((void*)addr, len);
 }

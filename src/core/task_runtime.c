@@ -9,10 +9,6 @@
 #include "objects.h"
 #include "platform.h"
 
-static void set_count(size_t* p, size_t v) {
-  if (p != NULL) *p = v;
-}
-
 // The runtime of the thread or process behind `handle`. As Fuchsia's kernel does for this topic,
 // the right (ZX_RIGHT_INSPECT) is checked before the type. Measuring begins here: a thread's
 // first query, or every live thread on a process query.
@@ -47,7 +43,7 @@ zx_status_t zxs_task_runtime_get_info(zx_handle_t handle, zx_object_info_topic_t
   zxs_prim_runtime_t rt;
   zx_status_t status = runtime_of_handle(handle, &rt);
   if (status != ZX_OK) return status;
-  set_count(avail, 1);
+  zxs_info_count(avail, 1);
   if (topic == ZX_INFO_TASK_RUNTIME_V1) {
     if (buffer_size < sizeof(zx_info_task_runtime_v1_t)) return ZX_ERR_BUFFER_TOO_SMALL;
     const zx_info_task_runtime_v1_t v1 = {.cpu_time = rt.info.cpu_time,
@@ -57,7 +53,7 @@ zx_status_t zxs_task_runtime_get_info(zx_handle_t handle, zx_object_info_topic_t
     if (buffer_size < sizeof(zx_info_task_runtime_t)) return ZX_ERR_BUFFER_TOO_SMALL;
     memcpy(buffer, &rt.info, sizeof(rt.info));
   }
-  set_count(actual, 1);
+  zxs_info_count(actual, 1);
   return ZX_OK;
 }
 

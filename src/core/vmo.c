@@ -83,3 +83,15 @@ zx_status_t zxs_vmo_get_size(zx_handle_t vmo, uint64_t* size) {
   zxs_object_release(obj);
   return status;
 }
+
+zx_status_t zxs_vmar_unmap(zx_handle_t vmar, zx_vaddr_t addr, size_t len) {
+  zxs_object_t* vobj;
+  zx_status_t status = zxs_handle_get(vmar, ZX_OBJ_TYPE_VMAR, ZX_RIGHT_NONE, &vobj, NULL);
+  if (status != ZX_OK) return status;
+  zxs_object_release(vobj);
+  const uint64_t page_mask = zxs_system_get_page_size() - 1;
+  if (len == 0 || (addr & page_mask) != 0 || (len & page_mask) != 0) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  return zxs_prim_unmap((void*)addr, len);
+}
