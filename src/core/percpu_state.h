@@ -56,6 +56,12 @@ bool zxs_percpu_begin_write(zxs_percpu_t* cpu);
 // [signal-safe] Ends a write begun with zxs_percpu_begin_write(), whatever writes-enabled says.
 void zxs_percpu_end_write(zxs_percpu_t* cpu);
 
+// Timer marks (seed 004's pending-timer): for a backend whose sampling is driven by a timer it
+// re-arms itself per CPU: the Fuchsia kernel's, and the macOS sampler thread, which marks the
+// CPU whose region it writes while a target is suspended so that stop's phase 2 waits for the
+// resume. The Linux sources take none: their timers are per-thread kernel objects that disarm
+// synchronously, and a signal still in flight is a pending write. The model checks them.
+//
 // [signal-safe] Arming a timer: marks it pending iff writes are enabled; false = do not arm.
 bool zxs_percpu_timer_set(zxs_percpu_t* cpu);
 // [signal-safe] At the end of a timer callback: true = writes still enabled, keep it pending and
