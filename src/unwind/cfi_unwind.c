@@ -16,6 +16,9 @@
 //     bad-PC heuristics are left to libunwind (fallback);
 //   - an unchanged PC and CFA is an error, a failed read is an error (a truncation when it was a
 //     read above the copy), as in libunwind.
+// libunwind's row cache is keyed by PC alone (the PC or the byte before it may have been looked
+// up): the rows it caches for a PC whose two lookups differ are dropped after use (ambiguous_pc),
+// so that its frames, like the own walk's, do not depend on the samples unwound before.
 // Anything else (CFA from another register or another expression, a return address or rbp in a
 // register or an expression, registers numbered above 16, a malformed or unsupported entry)
 // reduces to "complex": the sample is unwound with libunwind.
@@ -1074,6 +1077,38 @@ static unw_accessors_t g_accessors = {
     .resume = resume,
 };
 
+static bool same_row(const row_t* a, const row_t* b) {
+  return a->kind == b->kind && a->cfa == b->cfa && a->rbp == b->rbp && a->signal == b->signal &&
+         a->ra_undef == b->ra_undef && a->plt_k == b->plt_k && a->cfa_off == b->cfa_off &&
+         a->ra_off == b->ra_off && a->rbp_off == b->rbp_off;
+}
+
+// libunwind's row cache (UNW_CACHE_GLOBAL) is keyed by the frame's PC alone, not by what was
+// looked up for it: the PC itself (the interrupted frame, or after a signal frame) or the byte
+// before it (after a call). Whichever lookup of a PC comes first is then used for the other, in
+// later samples as in the same one: a sample interrupted at a function's first byte gives its
+// entry rule to a later return address equal to that byte (a stale function pointer unwound as
+// one, a call to a noreturn function at the end of the previous one), whose caller should be
+// found from the byte before (often without CFI: the frame-pointer guess), and the reverse.
+// libunwind's frames would so depend on the samples unwound before, the own walk's do not.
+// True when the two lookups of `ip` give different rules, so that its cache entry must not stay.
+static bool ambiguous_pc(zxs_cfi_space_t* s, uint64_t ip) {
+  const space_module_t* m = find_module(s, ip);
+  if (m == NULL || m->file->hdr_table == NULL || ip == m->start) {
+    // libunwind caches nothing for it (it finds no CFI), or the byte before is elsewhere.
+    return m != NULL && m->file->hdr_table != NULL;
+  }
+  const uint64_t v = ip - m->bias;
+  const row_t at = lookup_row(s->unwinder, m->file, v);
+  const row_t before = lookup_row(s->unwinder, m->file, v - 1);
+  if (at.kind != before.kind) return true;
+  if (at.kind == ROW_COMPLEX) {  // not reduced: the same FDE is taken to give the same rules
+    uint64_t fa = 0, fb = 0;
+    return !find_fde(m->file, v, &fa) || !find_fde(m->file, v - 1, &fb) || fa != fb;
+  }
+  return !same_row(&at, &before);
+}
+
 static size_t libunwind_unwind(zxs_cfi_space_t* s, uint64_t* pcs, size_t max, bool* cut) {
   size_t n = 0;
   unw_cursor_t cursor;
@@ -1088,6 +1123,9 @@ static size_t libunwind_unwind(zxs_cfi_space_t* s, uint64_t* pcs, size_t max, bo
         break;
       }
       int step = unw_step(&cursor);
+      // The step cached a row under `ip` (see ambiguous_pc): drop the cache before it misleads
+      // a later step (libunwind flushes it lazily, at its next lookup).
+      if (ambiguous_pc(s, ip)) unw_flush_cache(s->as, 0, 0);
       if (step <= 0) {
         *cut = step < 0 && s->read_past_copy;
         break;

@@ -423,6 +423,84 @@ static void test_crafted_cfi(void** state) {
   expect(img, &r, stack, sizeof(stack), 16, guess, 1, false, false);
 }
 
+// libunwind caches a row by the frame's PC alone, whether the PC itself was looked up (the
+// interrupted frame) or the byte before it (a return address): the unwinder must not let one
+// sample's lookup decide another's. Both unwinders, each over one space for all the samples, give
+// the frames of a fresh unwinder.
+static void unwind_in_turn(const uint8_t* img, bool own, const zxs_cfi_regs_t* regs,
+                           const uint64_t (*stacks)[64], size_t count, crafted_result_t* out) {
+  zxs_cfi_unwinder_t* u = zxs_cfi_unwinder_new();
+  assert_non_null(u);
+  zxs_cfi_unwinder_set_own(u, own);
+  assert_true(zxs_cfi_unwinder_add_image(u, "crafted", img, IMG_SIZE));
+  const zxs_cfi_mapping_t m = {.path = "crafted", .start = BIAS, .pgoff = 0};
+  zxs_cfi_space_t* space = zxs_cfi_space_new(u, &m, 1);
+  assert_non_null(space);
+  for (size_t i = 0; i < count; i++) {
+    out[i] = (crafted_result_t){.truncated = false};
+    out[i].n = zxs_cfi_unwind(space, &regs[i], stacks[i], sizeof(stacks[i]), out[i].pcs, 16,
+                              &out[i].truncated);
+  }
+  zxs_cfi_unwinder_stats(u, &out[count - 1].stats);
+  zxs_cfi_space_free(space);
+  zxs_cfi_unwinder_free(u);
+}
+
+static void test_crafted_pc_looked_up_both_ways(void** state) {
+  (void)state;
+  if (!zxs_cfi_available()) skip();
+  static uint8_t img[IMG_SIZE];
+  make_image(img, true);
+  const uint64_t b = BIAS;
+  static uint64_t stacks[4][64];
+  memset(stacks, 0, sizeof(stacks));
+  zxs_cfi_regs_t regs[4];
+  // 0: interrupted at A's first byte (CFA rsp+8), called by C.
+  regs[0] = crafted_regs(b + 0x2000, S0, 0);
+  stacks[0][0] = b + 0x2091;
+  // 1: B (CFA rsp+32) returning to A's first byte, as a stale function pointer on the stack would
+  // be unwound: its caller is looked up at 0x1fff, without an FDE, and the frame-pointer guess
+  // ends at the zero rbp. A's entry rule would instead take C (at S0+32) as its caller.
+  regs[1] = crafted_regs(b + 0x2050, S0, 0);
+  stacks[1][3] = b + 0x2000;
+  stacks[1][4] = b + 0x2091;
+  // 2: B returning to A's second byte: looked up at 0x2000 (CFA rsp+8), C its caller.
+  regs[2] = crafted_regs(b + 0x2050, S0, 0);
+  stacks[2][3] = b + 0x2001;
+  stacks[2][4] = b + 0x2091;
+  // 3: interrupted at A's second byte, after its push: CFA rsp+16, C at S0+8 (the rule of 0x2000
+  // would take the saved rbp at S0, 0x2092, as the return address).
+  regs[3] = crafted_regs(b + 0x2001, S0, 0);
+  stacks[3][0] = b + 0x2092;
+  stacks[3][1] = b + 0x2091;
+  const uint64_t want[4][3] = {{b + 0x2000, b + 0x2091},
+                               {b + 0x2050, b + 0x2000},
+                               {b + 0x2050, b + 0x2001, b + 0x2091},
+                               {b + 0x2001, b + 0x2091}};
+  const size_t want_n[4] = {2, 2, 3, 2};
+  // In both orders: each PC looked up as itself first, then as a return address, and the reverse.
+  const size_t orders[2][4] = {{0, 1, 2, 3}, {2, 3, 0, 1}};
+  for (int o = 0; o < 2; o++) {
+    zxs_cfi_regs_t r[4];
+    static uint64_t st[4][64];
+    for (int i = 0; i < 4; i++) {
+      r[i] = regs[orders[o][i]];
+      memcpy(st[i], stacks[orders[o][i]], sizeof(st[i]));
+    }
+    for (int own = 0; own < 2; own++) {
+      crafted_result_t res[4];
+      unwind_in_turn(img, own != 0, r, (const uint64_t(*)[64])st, 4, res);
+      for (int i = 0; i < 4; i++) {
+        const size_t k = orders[o][i];
+        assert_int_equal(res[i].n, want_n[k]);
+        assert_memory_equal(res[i].pcs, want[k], want_n[k] * sizeof(uint64_t));
+        assert_false(res[i].truncated);
+      }
+      if (own) assert_int_equal(res[3].stats.fallbacks, 0);
+    }
+  }
+}
+
 static void test_crafted_without_eh_frame_hdr(void** state) {
   (void)state;
   if (!zxs_cfi_available()) skip();
@@ -487,6 +565,7 @@ int main(void) {
       cmocka_unit_test(test_unwinds_without_frame_pointers_own),
       cmocka_unit_test(test_unwinds_without_frame_pointers_libunwind),
       cmocka_unit_test(test_crafted_cfi),
+      cmocka_unit_test(test_crafted_pc_looked_up_both_ways),
       cmocka_unit_test(test_crafted_without_eh_frame_hdr),
       cmocka_unit_test(test_malformed_cfi_and_garbage_registers),
   };
