@@ -122,13 +122,22 @@ ZXS_API zx_status_t zxs_thread_get(pthread_t thread, zx_handle_t* out);
 // from the first runtime query on the thread (get_info or zxs_task_runtime_fields() on its
 // handle), so threads that want them from the start query once early; nothing is measured (and
 // nothing costs) before. A query on the process handle begins measuring every live thread.
-// cpu_time of a thread that exited is its total up to the exit when the thread had page-fault or
-// lock events open (their running time), else its value when the library last read it.
-// queue_time of a thread that exited is its value when the library last read it (exact for
-// threads that queried through their own zx_thread_self() handle: they are read as they exit;
-// Linux keeps no run delay of an exited thread, so for the others, and in the process's sum,
-// the queue time between that last read and the exit is missing, and threads that exited
-// before any query add none).
+// Threads that exited: Linux keeps no schedstat of a thread once it is gone. Where the caller may
+// use the kernel's taskstats (CAP_NET_ADMIN, in the initial user and pid namespaces), the library
+// registers for the exit records of this process's threads at its first runtime query (on its
+// drainer thread; other processes' records are filtered out in the kernel): a measured thread's
+// cpu_time and queue_time are then its totals up to its exit (the record's cpu_run_virtual_total
+// and cpu_delay_total: the same scheduler counters as the thread CPU clock and schedstat's run
+// delay, read by the kernel in the thread's exit path; they do not depend on
+// kernel.task_delayacct on this kernel), and the process's queue_time is the kernel's sum over
+// its threads (TASKSTATS_CMD_ATTR_TGID), those that exited before any query included. The
+// ZXS_TASK_RUNTIME_TOTALS_AT_EXIT bit of zxs_task_runtime_fields() says so. Without it (taskstats
+// refused: not root, a container; or the record lost, the socket overflowing), an exited
+// thread's cpu_time is its total when it had page-fault or lock events open (their running
+// time), else its value when the library last read it, and its queue_time its value when last
+// read: the queue time between that read and the exit is missing, and in the process's sum
+// threads that exited before any query add none. Threads that queried through their own
+// zx_thread_self() handle are read on themselves as they exit and have the bit either way.
 // Each thread measured for page faults and locks holds 6 file descriptors and a 36 KiB perf ring
 // (locked memory, shared with the sampler's perf-ring source): at most RLIMIT_NOFILE/32 threads
 // are (ZXSAMPLER_RUNTIME_MAX_THREADS=N changes it); the others get cpu and queue time only, and
@@ -139,6 +148,10 @@ ZXS_API zx_status_t zxs_thread_get(pthread_t thread, zx_handle_t* out);
 #define ZXS_TASK_RUNTIME_QUEUE_TIME (1u << 1)
 #define ZXS_TASK_RUNTIME_PAGE_FAULT_TIME (1u << 2)
 #define ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME (1u << 3)
+// Not a field: cpu_time and queue_time of threads that exited are their totals up to the exit
+// (a thread: it has exited and they are, or it is live and will be; the process: its sum counts
+// every exited thread to its exit). Without it they stop at the library's last read (above).
+#define ZXS_TASK_RUNTIME_TOTALS_AT_EXIT (1u << 4)
 
 // Which fields of ZX_INFO_TASK_RUNTIME the host measures for `task` (a thread or the process;
 // for the process, the fields measured for every thread measured now), as ZXS_TASK_RUNTIME_*

@@ -229,7 +229,7 @@ static void compare_unwinders(const char* what, double min_own_share) {
     lib_space = zxs_cfi_space_new(lib, g_cap.maps, g_cap.map_count);
   }
   const bool made = own_space != NULL && lib_space != NULL;
-  size_t same = 0, frames = 0, truncated = 0, deep = 0;
+  size_t same = 0, frames = 0, truncated = 0;
   for (size_t i = 0; made && i < g_cap.count; i++) {
     const sample_t* s = &g_cap.samples[i];
     uint64_t a[MAX_FRAMES], b[MAX_FRAMES];
@@ -249,7 +249,6 @@ static void compare_unwinders(const char* what, double min_own_share) {
     }
     frames += na;
     truncated += ta;
-    deep += na >= 8;
   }
   zxs_cfi_stats_t st;
   zxs_cfi_unwinder_stats(own, &st);

@@ -169,6 +169,29 @@ void zxs_linux_ring_read(uint8_t* base, size_t page, size_t data_size, uint64_t*
 // The calling thread is exiting (its exit hook): its runtime is read one last time.
 void zxs_linux_runtime_thread_exiting(pid_t tid);
 
+// --- taskstats_linux.c ------------------------------------------------------------------------
+
+// A thread of this process that exited, from the kernel's taskstats exit record: its totals up
+// to the exit.
+typedef struct zxs_linux_task_exit {
+  pid_t tid;
+  int64_t cpu_time;    // cpu_run_virtual_total: the scheduler's sum_exec_runtime (ns)
+  int64_t queue_time;  // cpu_delay_total: the scheduler's run delay (ns)
+} zxs_linux_task_exit_t;
+typedef void (*zxs_linux_task_exit_fn)(void* ctx, const zxs_linux_task_exit_t* exit);
+// A non-blocking, close-on-exec netlink socket registered for the exit records of every
+// possible CPU, filtered to process `tgid`'s tasks; -1 with errno (EPERM without CAP_NET_ADMIN,
+// EINVAL outside the initial namespaces, ENOENT no taskstats). Closing it ends the
+// registration (the kernel drops it at its next record).
+int zxs_linux_taskstats_listen(pid_t tgid);
+// Hands every queued exit record of `tgid`'s threads to `on_exit`, without blocking. False when
+// the socket overflowed since the last call (records were lost). Not thread-safe.
+bool zxs_linux_taskstats_drain(int fd, pid_t tgid, zxs_linux_task_exit_fn on_exit, void* ctx);
+// The totals of process `tgid`, its exited threads included, asked on *fd (a socket opened on
+// first use, -1: none yet); false with errno when refused (EPERM) or not there. Not
+// thread-safe.
+bool zxs_linux_taskstats_process(int* fd, pid_t tgid, int64_t* cpu_time, int64_t* queue_time);
+
 // --- source_perf_ring.c -----------------------------------------------------------------------
 
 // Whether a task-clock event with a kernel callchain and a ring buffer can be opened and mapped

@@ -11,8 +11,17 @@
 // longer finds it in /proc. Its totals then move to the process's sum of exited threads, and
 // the entry stays readable by koid until its place is needed.
 //
-// The drainer thread (`zxs-runtime`) sleeps in epoll_wait on the rings and drains one when it is
-// half full. g_lock guards the table and is held while draining; nothing else is taken under it.
+// Linux keeps no schedstat of a thread once it is gone, so where the kernel lets us (taskstats,
+// CAP_NET_ADMIN: taskstats_linux.c) the exit record of each thread completes its cpu and queue
+// time: the record is queued on our socket in the thread's do_exit(), before the thread leaves
+// /proc and before pthread_join() returns, so every path that finds a thread gone reads the
+// socket first. The process's queue time is then the kernel's own sum over its threads, exited
+// ones included (those that exited before any query too). Without the right, a thread's queue
+// time stays as last read and ZXS_TASK_RUNTIME_TOTALS_AT_EXIT says so.
+//
+// The drainer thread (`zxs-runtime`) sleeps in epoll_wait on the rings and the taskstats socket,
+// drains a ring when it is half full and the socket when a record of ours arrives. g_lock guards
+// the table and both sockets and is held while draining; nothing else is taken under it.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -45,9 +54,11 @@ typedef struct measured {
   bool exited;    // its totals are in g_exited; kept for lookups by koid
   uint32_t seen;  // the process query that last found it in /proc
   uint32_t gen;   // of this measurement: the drainer's events name it, so a stale one is ignored
+  bool hooked;    // the thread's exit hook reads it one last time (it queried its own handle)
+  bool final;     // cpu_time and queue_time are from its exit record (taskstats): its totals
   uint32_t fields;
   int64_t cpu_time;       // last read (final once exited)
-  int64_t queue_time;     // last read (final once exited when read on the thread as it exits)
+  int64_t queue_time;     // last read (final once exited when hooked or final)
   int64_t cpu_at_events;  // cpu_time when its events were opened (their running time adds up)
   int stat_fd;            // its schedstat file while it lives; -1: closed
   zxs_rt_events_t events;
@@ -68,6 +79,11 @@ static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static _Thread_local pid_t t_tid;
 static uint32_t g_with_events;   // live entries with perf events open
 static uint32_t g_events_limit;  // at most this many: events_limit()
+// Taskstats: exit records of our threads (-1: refused, or not asked yet) and the socket of
+// process queries (-1: none yet).
+static int g_exits_fd = -1;
+static int g_query_fd = -1;
+#define EXITS_TAG UINT64_MAX  // the exits socket's epoll data (rings: {index, generation})
 
 // Each thread with events holds 6 descriptors (5 events, its schedstat file): keep them to a
 // 32nd of the descriptor limit (32 threads at the usual 1024), so measuring never starves the
@@ -129,6 +145,13 @@ static void close_schedstat(int* fd) {
   *fd = -1;
 }
 
+static measured_t* find_locked(pid_t tid) {
+  for (uint32_t i = 0; i < g_used; i++) {
+    if (g_measured[i].tid == tid) return &g_measured[i];
+  }
+  return NULL;
+}
+
 static int64_t clock_ns(clockid_t clock, bool* ok) {
   struct timespec ts;
   *ok = clock_gettime(clock, &ts) == 0;
@@ -142,8 +165,10 @@ static bool refresh_locked(measured_t* m) {
   bool ok;
   // The clock includes the slice running now; schedstat's sum lags by up to a tick.
   const int64_t clock = clock_ns(zxs_linux_thread_cpuclock(m->tid), &ok);
-  m->cpu_time = ok ? clock : cpu;
-  m->queue_time = delay;
+  if (ok) cpu = clock;
+  // After its exit record (it is exiting, not yet gone from /proc), the larger of both.
+  m->cpu_time = m->final && m->cpu_time > cpu ? m->cpu_time : cpu;
+  m->queue_time = m->final && m->queue_time > delay ? m->queue_time : delay;
   // Only threads with events keep their file open (the descriptor budget is theirs).
   if (m->events.ring_fd < 0) close_schedstat(&m->stat_fd);
   return true;
@@ -170,6 +195,27 @@ static void retire_locked(measured_t* m) {
   g_exited.lock_contention_time += m->events.lock_contention_ns;
 }
 
+// An exit record of one of our threads (taskstats). g_lock held.
+static void on_exit_record(void* ctx, const zxs_linux_task_exit_t* exit) {
+  (void)ctx;
+  measured_t* m = find_locked(exit->tid);
+  // Not measured, or measured and final already (the tid of an exited thread reused by one
+  // never measured): the process's sum is the kernel's, nothing to do.
+  if (m == NULL || m->final) return;
+  m->final = true;
+  if (exit->cpu_time > m->cpu_time) m->cpu_time = exit->cpu_time;
+  if (exit->queue_time > m->queue_time) {
+    // Retired already (its exit hook, or found gone): the process's sum gets the rest.
+    if (m->exited) g_exited.queue_time += exit->queue_time - m->queue_time;
+    m->queue_time = exit->queue_time;
+  }
+}
+
+// Reads the exit records queued on the taskstats socket. g_lock held.
+static void drain_exits_locked(void) {
+  if (g_exits_fd >= 0) (void)zxs_linux_taskstats_drain(g_exits_fd, getpid(), on_exit_record, NULL);
+}
+
 static void* drainer_main(void* unused) {
   (void)unused;
   prctl(PR_SET_NAME, "zxs-runtime", 0, 0, 0);
@@ -179,7 +225,11 @@ static void* drainer_main(void* unused) {
     const int n = epoll_wait(g_epoll, events, 16, -1);
     if (n < 0 && errno != EINTR) return NULL;
     pthread_mutex_lock(&g_lock);
+    // First the exit records: a ring that hung up is of an exiting thread, whose record came
+    // before.
+    drain_exits_locked();
     for (int i = 0; i < n; i++) {
+      if (events[i].data.u64 == EXITS_TAG) continue;
       // {index, generation}: an event read before the lock may be for a measurement that has
       // since ended and whose entry now measures another thread.
       measured_t* m = &g_measured[(uint32_t)events[i].data.u64];
@@ -210,6 +260,11 @@ static void forget_parent_locked(void) {
   memset(&g_exited, 0, sizeof(g_exited));
   if (g_epoll >= 0) close(g_epoll);
   g_epoll = -1;
+  // The sockets are shared with the parent: closing our copies leaves its registration alone.
+  if (g_exits_fd >= 0) close(g_exits_fd);
+  if (g_query_fd >= 0) close(g_query_fd);
+  g_exits_fd = -1;
+  g_query_fd = -1;
 }
 
 // The drainer runs in this process; false when it cannot be started. g_lock held.
@@ -234,14 +289,16 @@ static bool ensure_drainer_locked(void) {
     return false;
   }
   pthread_detach(thread);
-  return true;
-}
-
-static measured_t* find_locked(pid_t tid) {
-  for (uint32_t i = 0; i < g_used; i++) {
-    if (g_measured[i].tid == tid) return &g_measured[i];
+  // Exit records from now on, when the kernel lets us (else queue times stay as last read).
+  g_exits_fd = zxs_linux_taskstats_listen(getpid());
+  if (g_exits_fd >= 0) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EXITS_TAG};
+    if (epoll_ctl(g_epoll, EPOLL_CTL_ADD, g_exits_fd, &ev) != 0) {
+      close(g_exits_fd);
+      g_exits_fd = -1;
+    }
   }
-  return NULL;
+  return true;
 }
 
 // An entry for a new measurement: a free one, else the place of an exited thread.
@@ -301,6 +358,10 @@ static void fill(const measured_t* m, zxs_prim_runtime_t* out) {
   out->info.page_fault_time = m->events.page_fault_ns;
   out->info.lock_contention_time = m->events.lock_contention_ns;
   out->fields = m->fields;
+  // Its totals at exit: read on the thread as it exits, or from its exit record (live: will be).
+  if (m->hooked || m->final || (!m->exited && g_exits_fd >= 0)) {
+    out->fields |= ZXS_TASK_RUNTIME_TOTALS_AT_EXIT;
+  }
 }
 
 zx_status_t zxs_prim_runtime_measure(const zxs_prim_thread_t* thread) {
@@ -308,10 +369,16 @@ zx_status_t zxs_prim_runtime_measure(const zxs_prim_thread_t* thread) {
   const pid_t tid = (pid_t)thread->koid;
   pthread_mutex_lock(&g_lock);
   zx_status_t status;
-  measure_locked(tid, &status);
-  pthread_mutex_unlock(&g_lock);
+  measured_t* m = measure_locked(tid, &status);
   // The calling thread is read one last time as it exits (exact queue time).
-  if (status == ZX_OK && tid == current_tid()) (void)zxs_prim_notify_on_thread_exit();
+  if (m != NULL && !m->hooked && tid == current_tid()) {
+    pthread_mutex_unlock(&g_lock);  // it may take the core's locks
+    const bool hooked = zxs_prim_notify_on_thread_exit() == ZX_OK;
+    pthread_mutex_lock(&g_lock);
+    m = find_locked(tid);
+    if (m != NULL && !m->exited) m->hooked = hooked;
+  }
+  pthread_mutex_unlock(&g_lock);
   return status;
 }
 
@@ -319,6 +386,7 @@ zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out) {
   memset(out, 0, sizeof(*out));
   pthread_mutex_lock(&g_lock);
   if (g_forked_child) ensure_drainer_locked();  // forget the parent's table
+  drain_exits_locked();
   measured_t* m = find_locked((pid_t)koid);
   zx_status_t status = ZX_OK;
   if (m != NULL && !m->exited) {
@@ -349,6 +417,8 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
   uint32_t fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME |
                     ZXS_TASK_RUNTIME_PAGE_FAULT_TIME | ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME;
   pthread_mutex_lock(&g_lock);
+  ensure_drainer_locked();
+  drain_exits_locked();  // before finding threads gone: their records came first
   const uint32_t gen = ++g_seen_gen;
   for (struct dirent* d; (d = readdir(dir)) != NULL;) {
     const pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
@@ -365,7 +435,9 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
     out->info.queue_time += m->queue_time;
     out->info.page_fault_time += m->events.page_fault_ns;
     out->info.lock_contention_time += m->events.lock_contention_ns;
-    fields &= m->fields;
+    zxs_prim_runtime_t one;
+    fill(m, &one);
+    fields &= one.fields;
   }
   closedir(dir);
   // Measured threads /proc no longer lists have exited.
@@ -376,6 +448,14 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
   out->info.queue_time += g_exited.queue_time;
   out->info.page_fault_time += g_exited.page_fault_time;
   out->info.lock_contention_time += g_exited.lock_contention_time;
+  // The kernel's sum over the process's threads, those that exited before any query included.
+  int64_t cpu, queue;
+  if (g_exits_fd >= 0 && zxs_linux_taskstats_process(&g_query_fd, getpid(), &cpu, &queue)) {
+    if (queue > out->info.queue_time) out->info.queue_time = queue;
+    fields |= ZXS_TASK_RUNTIME_TOTALS_AT_EXIT;
+  } else {
+    fields &= ~ZXS_TASK_RUNTIME_TOTALS_AT_EXIT;
+  }
   pthread_mutex_unlock(&g_lock);
   bool ok;
   out->info.cpu_time = clock_ns(CLOCK_PROCESS_CPUTIME_ID, &ok);
