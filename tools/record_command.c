@@ -72,6 +72,9 @@ static void usage_record(FILE* out) {
           "                       %u with fp; at most %u); deeper stacks end in [truncated]\n"
           "      --user-only      never sample kernel code (default: kernel too, where the\n"
           "                       host allows it: root, CAP_PERFMON or perf_event_paranoid <= 1)\n"
+          "      --no-runtime     do not measure where each thread's time went (cpu, queue,\n"
+          "                       page-fault and kernel-lock time: RFC-0084), which times\n"
+          "                       every page fault and lock contention of the program\n"
           "  -h, --help           this text\n",
           RING_MB_DWARF, RING_MB_FP, STACK_COPY_DWARF, STACK_COPY_FP, STACK_COPY_MAX);
 }
@@ -81,11 +84,18 @@ typedef struct record_args {
   zxs_profile_format_t format;
   long long period_us, ring_mb, duration_s, stack_copy;
   pid_t pid;
-  bool inherit, kernel, quiet, dwarf;
+  bool inherit, kernel, quiet, dwarf, runtime;
   char** program;
 } record_args_t;
 
-enum { OPT_PERIOD = 256, OPT_NO_INHERIT, OPT_USER_ONLY, OPT_UNWIND, OPT_STACK_COPY };
+enum {
+  OPT_PERIOD = 256,
+  OPT_NO_INHERIT,
+  OPT_USER_ONLY,
+  OPT_UNWIND,
+  OPT_STACK_COPY,
+  OPT_NO_RUNTIME
+};
 
 // `how` ("fp" or "dwarf", from `where`) into a->dwarf: -1 when taken, else the exit status.
 static int choose_unwind(record_args_t* a, const char* how, const char* where) {
@@ -151,6 +161,9 @@ static int take_option(int opt, const char* arg, record_args_t* a) {
     case OPT_USER_ONLY:
       a->kernel = false;
       break;
+    case OPT_NO_RUNTIME:
+      a->runtime = false;
+      break;
     case 'q':
       a->quiet = true;
       break;
@@ -200,6 +213,7 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
                                           {"duration", required_argument, NULL, 'd'},
                                           {"no-inherit", no_argument, NULL, OPT_NO_INHERIT},
                                           {"user-only", no_argument, NULL, OPT_USER_ONLY},
+                                          {"no-runtime", no_argument, NULL, OPT_NO_RUNTIME},
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"unwind", required_argument, NULL, OPT_UNWIND},
                                           {"stack-copy", required_argument, NULL, OPT_STACK_COPY},
@@ -210,6 +224,7 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
                        .period_us = DEFAULT_PERIOD_US,
                        .inherit = true,
                        .kernel = true,
+                       .runtime = true,
                        .dwarf = zxs_cfi_available()};
   // ZXSAMPLER_UNWIND=fp|dwarf sets the default; --unwind overrides it.
   const char* env = getenv("ZXSAMPLER_UNWIND");
@@ -443,7 +458,8 @@ static record_perf_t* open_perf(const record_args_t* a, pid_t target, int go, in
                                    .period_ns = (uint64_t)a->period_us * 1000u,
                                    .ring_bytes = (size_t)a->ring_mb << 20,
                                    .stack_copy = (uint32_t)a->stack_copy,
-                                   .dwarf = a->dwarf};
+                                   .dwarf = a->dwarf,
+                                   .runtime = a->runtime};
   char error[512];
   record_perf_t* perf = record_perf_open(&options, error, sizeof(error));
   *pidfd = perf != NULL ? (int)syscall(SYS_pidfd_open, target, 0) : -1;
@@ -478,8 +494,10 @@ static void record_until_done(const record_args_t* a, record_perf_t* perf, int p
                               record_processes_t* procs, pid_t target, int* wstatus) {
   const uint64_t deadline = a->duration_s > 0 ? now_ms() + (uint64_t)a->duration_s * 1000u : 0;
   for (bool done = false; !done;) {
-    done = record_perf_poll(perf, pidfd, POLL_MS, record_processes_on_record, procs);
+    done = record_perf_poll(perf, pidfd, POLL_MS, record_processes_on_record,
+                            record_processes_on_runtime_record, procs);
     record_processes_flush(procs);
+    record_processes_read_schedstat(procs, false);
     if (g_signal != 0) {
       if (a->program != NULL && g_signal_from_process) kill(target, g_signal);
       if (a->program == NULL) done = true;
@@ -491,7 +509,11 @@ static void record_until_done(const record_args_t* a, record_perf_t* perf, int p
     while (waitpid(target, wstatus, 0) < 0 && errno == EINTR) {
     }
   }
-  record_perf_drain(perf, record_processes_on_record, procs);
+  record_perf_drain(perf, record_processes_on_record, record_processes_on_runtime_record, procs);
+  record_processes_flush(procs);
+  record_processes_read_schedstat(procs, true);  // threads still running (-p, -d)
+  // Our own events' counts, once their exited children's have come.
+  record_perf_read_counts(perf, record_processes_on_count, procs);
 }
 
 int zxsampler_record_main(int argc, char** argv) {
@@ -527,6 +549,13 @@ int zxsampler_record_main(int argc, char** argv) {
   if (procs == NULL) {
     fprintf(stderr, "%s: out of memory\n", ZXSAMPLER_PROG);
     return 1;
+  }
+  if (a.runtime) {
+    const uint64_t* rt_ids;
+    const int* rt_kinds;
+    const size_t rt_count = record_perf_runtime_ids(perf, &rt_ids, &rt_kinds);
+    record_processes_set_runtime(procs, record_perf_runtime_fields(perf),
+                                 record_perf_runtime_missing(perf), rt_ids, rt_kinds, rt_count);
   }
   catch_signals();
   int wstatus = 0;

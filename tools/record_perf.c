@@ -11,12 +11,20 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <zxsampler/object.h>
 
 #include "linux_internal.h"
 #include "perf_regs.h"
+#include "runtime_pairs_linux.h"
+
+// Task runtime rings (page-fault and lock events): per CPU, beside the sampling rings. A
+// first-touch fault writes two records of 32 bytes; 2 MiB hold 32k faults, and the recorder is
+// woken at a quarter.
+#define RT_RING_BYTES (2u << 20)
 
 typedef struct ring {
   int fd;
@@ -24,11 +32,29 @@ typedef struct ring {
   size_t data_size;
 } ring_t;
 
+// A sampling event opened by us (not inherited): the thread it was opened on and its id.
+typedef struct main_event {
+  int fd;
+  pid_t tid;
+} main_event_t;
+
 struct record_perf {
   int cpus;
-  ring_t* rings;  // one per CPU
-  int* fds;       // every event (the rings' own among them)
+  ring_t* rings;     // one per CPU
+  ring_t* rt_rings;  // one per CPU: the task runtime events'
+  int* fds;          // every event (the rings' own among them)
   size_t fd_count, fd_cap;
+  main_event_t* mains;
+  size_t main_count, main_cap;
+  // Task runtime events: their ids and kinds (RECORD_RT_*), what they measure, and why not.
+  uint64_t* rt_ids;
+  int* rt_kinds;
+  size_t rt_count, rt_cap;
+  uint32_t rt_fields;   // ZXS_TASK_RUNTIME_PAGE_FAULT_TIME / _LOCK_CONTENTION_TIME
+  uint32_t rt_refused;  // of those asked for: refused (for some thread or CPU)
+  bool rt_user_faults;  // faults in kernel mode are not seen (no right to kernel events)
+  char rt_missing[512];
+  zxs_rt_tracepoint_t lock_begin, lock_end;
   uint64_t sample_type;
   bool kernel;
   uint64_t attach_failures;
@@ -57,6 +83,10 @@ static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id
   attr->exclude_hv = 1;
   attr->inherit = 1;
   attr->inherit_thread = !o->inherit_children;  // Linux 5.13: threads only, not children
+  // Each inherited thread's count (its CPU time: task-clock counts every nanosecond it ran,
+  // whatever is sampled) comes as a PERF_RECORD_READ when it exits, naming our event's id.
+  attr->inherit_stat = o->runtime;
+  attr->read_format = PERF_FORMAT_ID;
   attr->disabled = !o->attach;
   attr->enable_on_exec = !o->attach;
   attr->mmap = 1;
@@ -72,6 +102,17 @@ static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id
   attr->wakeup_watermark = (uint32_t)(o->ring_bytes / 4);
 }
 
+static bool grow_array(void** array, size_t* cap, size_t need, size_t elem) {
+  if (need <= *cap) return true;
+  size_t cap2 = *cap == 0 ? 16 : 2 * *cap;
+  while (cap2 < need) cap2 *= 2;
+  void* grown = realloc(*array, cap2 * elem);
+  if (grown == NULL) return false;
+  *array = grown;
+  *cap = cap2;
+  return true;
+}
+
 static bool add_fd(record_perf_t* p, int fd) {
   if (p->fd_count == p->fd_cap) {
     size_t cap = p->fd_cap == 0 ? 16 : 2 * p->fd_cap;
@@ -84,19 +125,21 @@ static bool add_fd(record_perf_t* p, int fd) {
   return true;
 }
 
-// Opens the event of `tid` on `cpu`; the first one of a CPU gets the ring, later ones write to
-// it (PERF_EVENT_IOC_SET_OUTPUT, which needs both on the same CPU).
-static int open_on_cpu(record_perf_t* p, const record_perf_options_t* o, pid_t tid, int cpu,
-                       struct perf_event_attr* attr) {
+// Opens an event of `tid` on `cpu` into `rings`; the first one of a CPU gets the ring (of
+// `ring_bytes`), later ones write to it (PERF_EVENT_IOC_SET_OUTPUT, which needs both on the same
+// CPU). The fd in *out_fd.
+static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t tid, int cpu,
+                     struct perf_event_attr* attr, int* out_fd) {
   int fd = perf_event_open(attr, tid, cpu, -1);
   if (fd < 0) return -errno;
   if (!add_fd(p, fd)) {
     close(fd);
     return -ENOMEM;
   }
-  ring_t* r = &p->rings[cpu];
+  *out_fd = fd;
+  ring_t* r = &rings[cpu];
   if (r->fd >= 0) return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) == 0 ? 0 : -errno;
-  size_t size = o->ring_bytes;
+  size_t size = ring_bytes;
   void* base = MAP_FAILED;
   // Past the locked-memory allowance (unprivileged users), a smaller ring still works.
   while (size >= 8 * p->page) {
@@ -109,6 +152,116 @@ static int open_on_cpu(record_perf_t* p, const record_perf_options_t* o, pid_t t
   r->base = base;
   r->data_size = size;
   return 0;
+}
+
+// The sampling event of `tid` on `cpu`.
+static int open_on_cpu(record_perf_t* p, const record_perf_options_t* o, pid_t tid, int cpu,
+                       struct perf_event_attr* attr) {
+  int fd = -1;
+  int err = open_into(p, p->rings, o->ring_bytes, tid, cpu, attr, &fd);
+  if (fd >= 0 &&
+      grow_array((void**)&p->mains, &p->main_cap, p->main_count + 1, sizeof(*p->mains))) {
+    p->mains[p->main_count++] = (main_event_t){.fd = fd, .tid = tid};
+  }
+  return err;
+}
+
+// --- Task runtime events -----------------------------------------------------------------------
+
+static void runtime_attr(const record_perf_options_t* o, uint32_t type, uint64_t config,
+                         struct perf_event_attr* attr) {
+  memset(attr, 0, sizeof(*attr));
+  attr->size = sizeof(*attr);
+  attr->type = type;
+  attr->config = config;
+  attr->sample_period = 1;  // every one: a begin and an end are paired per thread
+  attr->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  if (type == PERF_TYPE_TRACEPOINT) attr->sample_type |= PERF_SAMPLE_RAW;
+  attr->exclude_hv = 1;
+  attr->inherit = 1;
+  attr->inherit_thread = !o->inherit_children;
+  attr->disabled = !o->attach;
+  attr->enable_on_exec = !o->attach;
+  attr->use_clockid = 1;
+  attr->clockid = CLOCK_MONOTONIC;
+  attr->watermark = 1;
+  attr->wakeup_watermark = RT_RING_BYTES / 4;
+}
+
+// The task runtime events of `tid` on `cpu` of the kinds still wanted (p->rt_fields); a kind
+// refused once is not asked for again, and its records are not trusted (rt_refused).
+static void open_runtime_on_cpu(record_perf_t* p, const record_perf_options_t* o, pid_t tid,
+                                int cpu) {
+  static const struct {
+    uint32_t field, type;
+    uint64_t config;
+    int kind;
+  } kEvents[] = {
+      {ZXS_TASK_RUNTIME_PAGE_FAULT_TIME, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS,
+       RECORD_RT_FAULT_BEGIN},
+      {ZXS_TASK_RUNTIME_PAGE_FAULT_TIME, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN,
+       RECORD_RT_FAULT_END},
+      {ZXS_TASK_RUNTIME_PAGE_FAULT_TIME, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ,
+       RECORD_RT_FAULT_END},
+      {ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME, PERF_TYPE_TRACEPOINT, 0, RECORD_RT_LOCK_BEGIN},
+      {ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME, PERF_TYPE_TRACEPOINT, 0, RECORD_RT_LOCK_END},
+  };
+  for (size_t i = 0; i < sizeof(kEvents) / sizeof(kEvents[0]); i++) {
+    if ((p->rt_fields & ~p->rt_refused & kEvents[i].field) == 0) continue;
+    uint64_t config = kEvents[i].config;
+    if (kEvents[i].kind == RECORD_RT_LOCK_BEGIN) config = p->lock_begin.id;
+    if (kEvents[i].kind == RECORD_RT_LOCK_END) config = p->lock_end.id;
+    struct perf_event_attr attr;
+    runtime_attr(o, kEvents[i].type, config, &attr);
+    attr.exclude_kernel = kEvents[i].type == PERF_TYPE_SOFTWARE && p->rt_user_faults;
+    int fd = -1;
+    int err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, &fd);
+    if (fd < 0 && (err == -EACCES || err == -EPERM) && kEvents[i].type == PERF_TYPE_SOFTWARE &&
+        !attr.exclude_kernel) {
+      // No right to kernel events: faults taken in user mode only.
+      const size_t used = strlen(p->rt_missing);
+      snprintf(p->rt_missing + used, sizeof(p->rt_missing) - used, "%s%s", used > 0 ? "; " : "",
+               "page_fault_time: faults taken in kernel mode (copy_to_user) not seen (needs "
+               "perf_event_paranoid <= 1 or CAP_PERFMON)");
+      p->rt_user_faults = true;
+      attr.exclude_kernel = 1;
+      err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, &fd);
+    }
+    if (err == -ESRCH) return;  // the thread exited meanwhile
+    uint64_t id = 0;
+    if (err == 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) err = -errno;
+    if (err == 0 &&
+        !grow_array((void**)&p->rt_ids, &p->rt_cap, p->rt_count + 1, sizeof(*p->rt_ids))) {
+      err = -ENOMEM;
+    }
+    if (err == 0) {
+      int* kinds = realloc(p->rt_kinds, p->rt_cap * sizeof(*kinds));
+      if (kinds == NULL) err = -ENOMEM;
+      if (kinds != NULL) p->rt_kinds = kinds;
+    }
+    if (err != 0) {
+      if ((p->rt_refused & kEvents[i].field) == 0) {
+        const size_t used = strlen(p->rt_missing);
+        snprintf(p->rt_missing + used, sizeof(p->rt_missing) - used, "%s%s: %s%s",
+                 used > 0 ? "; " : "",
+                 kEvents[i].field == ZXS_TASK_RUNTIME_PAGE_FAULT_TIME ? "page_fault_time"
+                                                                      : "lock_contention_time",
+                 fd >= 0                           ? ""
+                 : err == -EACCES || err == -EPERM ? "the kernel refused its events "
+                                                   : "",
+                 fd >= 0 ? "no locked memory left for its ring (perf_event_mlock_kb, "
+                           "RLIMIT_MEMLOCK; the sampling rings took it: a smaller --buffer helps)"
+                 : err == -EACCES || err == -EPERM
+                     ? (kEvents[i].type == PERF_TYPE_TRACEPOINT ? "(needs root or CAP_PERFMON)"
+                                                                : "(perf_event_paranoid)")
+                     : strerror(-err));
+      }
+      p->rt_refused |= kEvents[i].field;
+      continue;
+    }
+    p->rt_ids[p->rt_count] = id;
+    p->rt_kinds[p->rt_count++] = kEvents[i].kind;
+  }
 }
 
 // Every thread of a running process, until a pass over /proc/PID/task finds none new (threads
@@ -146,6 +299,7 @@ static int attach_threads(record_perf_t* p, const record_perf_options_t* o,
       found_new = true;
       for (int cpu = 0; cpu < p->cpus; cpu++) {
         int err = open_on_cpu(p, o, tid, cpu, attr);
+        if (err == 0) open_runtime_on_cpu(p, o, tid, cpu);
         if (err == -ESRCH) {  // exited meanwhile
           break;
         }
@@ -165,26 +319,51 @@ static int attach_threads(record_perf_t* p, const record_perf_options_t* o,
   return any ? 0 : (first_error != 0 ? first_error : -ESRCH);
 }
 
+// Which task runtime events to ask for, and why the others are not.
+static void choose_runtime(record_perf_t* p, const record_perf_options_t* o) {
+  p->rt_fields = 0;
+  p->rt_refused = 0;
+  p->rt_user_faults = false;
+  p->rt_missing[0] = '\0';
+  if (!o->runtime) return;
+  p->rt_fields = ZXS_TASK_RUNTIME_PAGE_FAULT_TIME;
+  if (zxs_rt_lock_tracepoints(&p->lock_begin, &p->lock_end)) {
+    p->rt_fields |= ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME;
+  } else {
+    snprintf(p->rt_missing, sizeof(p->rt_missing), "%s",
+             "lock_contention_time: tracefs does not name lock:contention_begin/end (mount "
+             "/sys/kernel/tracing; reading it needs root)");
+  }
+}
+
 static int open_all(record_perf_t* p, const record_perf_options_t* o, bool kernel, bool build_id) {
   struct perf_event_attr attr;
   make_attr(o, kernel, build_id, &attr);
   p->sample_type = attr.sample_type;
+  choose_runtime(p, o);
   if (o->attach) return attach_threads(p, o, &attr);
   for (int cpu = 0; cpu < p->cpus; cpu++) {
     int err = open_on_cpu(p, o, o->pid, cpu, &attr);
     if (err != 0) return err;
   }
+  for (int cpu = 0; cpu < p->cpus; cpu++) open_runtime_on_cpu(p, o, o->pid, cpu);
   return 0;
 }
 
 static void close_all(record_perf_t* p) {
   for (int cpu = 0; cpu < p->cpus; cpu++) {
-    ring_t* r = &p->rings[cpu];
-    if (r->base != NULL) munmap(r->base, p->page + r->data_size);
-    *r = (ring_t){.fd = -1};
+    ring_t* rings[2] = {&p->rings[cpu], p->rt_rings != NULL ? &p->rt_rings[cpu] : NULL};
+    for (int k = 0; k < 2; k++) {
+      ring_t* r = rings[k];
+      if (r == NULL) continue;
+      if (r->base != NULL) munmap(r->base, p->page + r->data_size);
+      *r = (ring_t){.fd = -1};
+    }
   }
   for (size_t i = 0; i < p->fd_count; i++) close(p->fds[i]);
   p->fd_count = 0;
+  p->main_count = 0;
+  p->rt_count = 0;
 }
 
 record_perf_t* record_perf_open(const record_perf_options_t* o, char* error, size_t error_size) {
@@ -198,12 +377,22 @@ record_perf_t* record_perf_open(const record_perf_options_t* o, char* error, siz
   p->cpus = (int)cpus;
   p->page = (size_t)sysconf(_SC_PAGESIZE);
   p->rings = calloc((size_t)cpus, sizeof(*p->rings));
-  if (p->rings == NULL) {
+  p->rt_rings = calloc((size_t)cpus, sizeof(*p->rt_rings));
+  if (p->rings == NULL || p->rt_rings == NULL) {
     snprintf(error, error_size, "out of memory");
+    free(p->rings);
+    free(p->rt_rings);
     free(p);
     return NULL;
   }
-  for (int cpu = 0; cpu < p->cpus; cpu++) p->rings[cpu].fd = -1;
+  for (int cpu = 0; cpu < p->cpus; cpu++) p->rings[cpu].fd = p->rt_rings[cpu].fd = -1;
+  // Attaching opens (1 + 5 runtime events) x CPUs descriptors per thread: as many as we may.
+  // (A program we start was forked before this and keeps its own limit.)
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &files);
+  }
   // Kernel samples where allowed, else user only; build IDs in MMAP2 where the kernel has them.
   int err = -EINVAL;
   for (int attempt = 0; attempt < 4 && err != 0; attempt++) {
@@ -266,30 +455,61 @@ static void drain_ring(record_perf_t* p, ring_t* r, record_perf_fn fn, void* ctx
   zxs_linux_ring_read(r->base, p->page, r->data_size, p->scratch, on_ring_record, &d);
 }
 
-void record_perf_drain(record_perf_t* p, record_perf_fn fn, void* ctx) {
+void record_perf_drain(record_perf_t* p, record_perf_fn fn, record_perf_fn runtime_fn, void* ctx) {
   for (int cpu = 0; cpu < p->cpus; cpu++) {
     if (p->rings[cpu].base != NULL) drain_ring(p, &p->rings[cpu], fn, ctx);
+    if (p->rt_rings[cpu].base != NULL) drain_ring(p, &p->rt_rings[cpu], runtime_fn, ctx);
   }
 }
 
 bool record_perf_poll(record_perf_t* p, int extra_fd, int timeout_ms, record_perf_fn fn,
-                      void* ctx) {
-  struct pollfd fds[p->cpus + 1];
+                      record_perf_fn runtime_fn, void* ctx) {
+  struct pollfd fds[2 * p->cpus + 1];
   nfds_t n = 0;
   for (int cpu = 0; cpu < p->cpus; cpu++) {
     if (p->rings[cpu].fd >= 0) fds[n++] = (struct pollfd){.fd = p->rings[cpu].fd, .events = POLLIN};
+    if (p->rt_rings[cpu].fd >= 0) {
+      fds[n++] = (struct pollfd){.fd = p->rt_rings[cpu].fd, .events = POLLIN};
+    }
   }
   nfds_t extra = n;
   if (extra_fd >= 0) fds[n++] = (struct pollfd){.fd = extra_fd, .events = POLLIN};
   (void)poll(fds, n, timeout_ms);
-  record_perf_drain(p, fn, ctx);
+  record_perf_drain(p, fn, runtime_fn, ctx);
   return extra_fd >= 0 && (fds[extra].revents & (POLLIN | POLLHUP)) != 0;
+}
+
+uint32_t record_perf_runtime_fields(const record_perf_t* p) {
+  return p->rt_fields & ~p->rt_refused;
+}
+
+const char* record_perf_runtime_missing(const record_perf_t* p) { return p->rt_missing; }
+
+bool record_perf_runtime_user_faults(const record_perf_t* p) { return p->rt_user_faults; }
+
+size_t record_perf_runtime_ids(const record_perf_t* p, const uint64_t** ids, const int** kinds) {
+  *ids = p->rt_ids;
+  *kinds = p->rt_kinds;
+  return p->rt_count;
+}
+
+void record_perf_read_counts(const record_perf_t* p, record_perf_count_fn fn, void* ctx) {
+  for (size_t i = 0; i < p->main_count; i++) {
+    uint64_t values[2];  // {value, id}
+    if (read(p->mains[i].fd, values, sizeof(values)) == (ssize_t)sizeof(values)) {
+      fn(ctx, p->mains[i].tid, values[1], values[0]);
+    }
+  }
 }
 
 void record_perf_close(record_perf_t* p) {
   if (p == NULL) return;
   if (p->rings != NULL) close_all(p);
   free(p->rings);
+  free(p->rt_rings);
   free(p->fds);
+  free(p->mains);
+  free(p->rt_ids);
+  free(p->rt_kinds);
   free(p);
 }

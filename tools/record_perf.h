@@ -25,7 +25,18 @@ typedef struct record_perf_options {
   size_t ring_bytes;      // data bytes per CPU ring (a power of two number of pages)
   uint32_t stack_copy;    // bytes of user stack copied per sample
   bool dwarf;             // sample every register CFI unwinding may need (not only fp, sp, pc)
+  bool runtime;           // measure task runtime (RFC-0084) per thread: see below
 } record_perf_options_t;
+
+// Task runtime. With `runtime`, the sampling event also counts (task-clock: every nanosecond a
+// thread ran) with inherit_stat, so that each inherited thread's count comes as a
+// PERF_RECORD_READ {pid, tid, value, id} when it exits (record_perf_read_counts() gives the
+// counts of the events opened here, which include those of the exited children); and every
+// thread gets, in rings of their own (drained through `runtime_fn`), the page-fault events
+// (PERF_COUNT_SW_PAGE_FAULTS at the start of the handler, _MIN/_MAJ at its end) and, where
+// tracefs names them and the kernel allows, the lock:contention_begin/end tracepoints, each
+// sampled on every occurrence with IDENTIFIER, TID and TIME (and RAW for tracepoints).
+enum { RECORD_RT_FAULT_BEGIN, RECORD_RT_FAULT_END, RECORD_RT_LOCK_BEGIN, RECORD_RT_LOCK_END };
 
 typedef struct record_perf record_perf_t;
 
@@ -47,10 +58,25 @@ uint64_t record_perf_sample_type(const record_perf_t* perf);
 // Waits up to `timeout_ms` for data (or for `extra_fd`, if >= 0, to be readable), then drains
 // every ring through `fn`. Returns true when extra_fd is readable.
 bool record_perf_poll(record_perf_t* perf, int extra_fd, int timeout_ms, record_perf_fn fn,
-                      void* ctx);
+                      record_perf_fn runtime_fn, void* ctx);
 
-// Drains every ring through `fn` without waiting.
-void record_perf_drain(record_perf_t* perf, record_perf_fn fn, void* ctx);
+// Drains every ring through `fn` (the task runtime rings through `runtime_fn`) without waiting.
+void record_perf_drain(record_perf_t* perf, record_perf_fn fn, record_perf_fn runtime_fn,
+                       void* ctx);
+
+// Which of ZXS_TASK_RUNTIME_PAGE_FAULT_TIME / _LOCK_CONTENTION_TIME the runtime events measure
+// (for every thread), and a sentence saying why a field is not measured ("" when all are).
+uint32_t record_perf_runtime_fields(const record_perf_t* perf);
+const char* record_perf_runtime_missing(const record_perf_t* perf);
+// Faults taken in kernel mode (copy_to_user) are not seen: no right to kernel events.
+bool record_perf_runtime_user_faults(const record_perf_t* perf);
+// The ids of the runtime events and their kinds (RECORD_RT_*): `count` of each.
+size_t record_perf_runtime_ids(const record_perf_t* perf, const uint64_t** ids, const int** kinds);
+
+// The count of each sampling event opened here (not inherited): the thread it was opened on,
+// its id, its value (task-clock ns, its inherited children's included once they exited).
+typedef void (*record_perf_count_fn)(void* ctx, pid_t tid, uint64_t id, uint64_t value);
+void record_perf_read_counts(const record_perf_t* perf, record_perf_count_fn fn, void* ctx);
 
 // Threads of an attached process that could not be given events (they exited first, or refused).
 uint64_t record_perf_attach_failures(const record_perf_t* perf);

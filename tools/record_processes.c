@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <zxsampler/fxt.h>
+#include <zxsampler/object.h>
 
 #include "cfi_unwind.h"
 #include "elf_symbolizer.h"
@@ -16,12 +18,16 @@
 #include "frame_walk.h"
 #include "modules.h"
 #include "perf_regs.h"
+#include "record_perf.h"
+#include "runtime_pairs_linux.h"
 #include "trace_file.h"
 
 #define MAX_FRAMES ZXS_TRACE_MAX_FRAMES
 #define COMM_MAX 16u
 // Records held for sorting by time before they are handled.
 #define BATCH_LIMIT (8u << 20)
+// Live threads' schedstat is read at most this often (ms).
+#define SCHEDSTAT_MS 100u
 
 typedef struct mapping {
   uint64_t start, len, pgoff;
@@ -48,7 +54,22 @@ typedef struct thread {
   uint32_t process;  // index into processes
   char name[COMM_MAX + 1];
   uint64_t samples;
+  // Task runtime (RFC-0084).
+  bool exited;
+  bool sched_seen;                 // schedstat was read while it lived
+  int64_t sched_run, sched_delay;  // the last read
+  int64_t base_run, base_delay;    // at attach (-p): what was before the recording
+  bool read_seen;                  // its task-clock count came at its exit (PERF_RECORD_READ)
+  uint64_t read_cpu;               // summed over CPUs
+  bool count_seen;                 // the count of our own event of this thread
+  uint64_t count_cpu;
+  zxs_rt_pairs_t pairs;  // page faults and lock contentions
 } thread_t;
+
+// The sum of the PERF_RECORD_READ values naming one of our sampling events.
+typedef struct id_sum {
+  uint64_t id, sum;
+} id_sum_t;
 
 // An open-addressing map from a pid or tid to an index (+1; 0 = empty).
 typedef struct id_map {
@@ -62,6 +83,7 @@ typedef struct batch_entry {
   uint64_t time;
   size_t offset;  // into batch
   size_t seq;     // arrival order, for equal times
+  bool runtime;   // from the task runtime rings
 } batch_entry_t;
 
 struct record_processes {
@@ -85,6 +107,19 @@ struct record_processes {
   size_t batch_len, batch_cap;
   batch_entry_t* entries;
   size_t entry_count, entry_cap;
+  // Task runtime: what is measured, the runtime events' ids and kinds (sorted by id).
+  bool runtime;
+  uint32_t rt_fields;  // ZXS_TASK_RUNTIME_*
+  char rt_missing[512];
+  uint64_t* rt_ids;
+  int* rt_kinds;
+  size_t rt_count;
+  zxs_rt_tracepoint_t lock_begin, lock_end;
+  uint64_t rt_lost;  // runtime records the kernel could not store
+  id_sum_t* read_sums;
+  size_t read_sum_count, read_sum_cap;
+  uint64_t schedstat_ms;  // when live threads' schedstat was last read
+  bool attached;          // -p: schedstat from before the recording is subtracted
 };
 
 static bool grow(void** array, size_t* cap, size_t need, size_t elem) {
@@ -397,6 +432,8 @@ static void on_fork(record_processes_t* s, const struct perf_event_header* h) {
   const uint32_t* ids = (const uint32_t*)(h + 1);
   const uint32_t pid = ids[0], ppid = ids[1], tid = ids[2], ptid = ids[3];
   if (h->type == PERF_RECORD_EXIT) {
+    int64_t thread = id_map_get(&s->tid_map, tid);
+    if (thread >= 0) s->threads[thread].exited = true;
     if (pid == tid) {
       int64_t index = id_map_get(&s->pid_map, pid);
       if (index >= 0) {
@@ -461,6 +498,164 @@ static void on_mmap2(record_processes_t* s, const struct perf_event_header* h) {
   if (p != NULL) add_mapping(p, &m);
 }
 
+// --- Task runtime -------------------------------------------------------------------------------
+
+static id_sum_t* read_sum(record_processes_t* s, uint64_t id, bool add) {
+  for (size_t i = 0; i < s->read_sum_count; i++) {
+    if (s->read_sums[i].id == id) return &s->read_sums[i];
+  }
+  if (!add || !grow((void**)&s->read_sums, &s->read_sum_cap, s->read_sum_count + 1,
+                    sizeof(*s->read_sums))) {
+    return NULL;
+  }
+  s->read_sums[s->read_sum_count] = (id_sum_t){.id = id};
+  return &s->read_sums[s->read_sum_count++];
+}
+
+// An inherited thread's task-clock count on one CPU, as it exited: {pid, tid, value, id}.
+static void on_read(record_processes_t* s, const struct perf_event_header* h) {
+  if (!s->runtime || h->size < sizeof(*h) + 24) return;
+  const uint8_t* b = (const uint8_t*)(h + 1);
+  uint32_t ids[2];
+  uint64_t value[2];
+  memcpy(ids, b, sizeof(ids));
+  memcpy(value, b + 8, sizeof(value));
+  process_t* p = current_process(s, ids[0]);
+  if (p == NULL) return;
+  thread_t* t = thread_in(s, ids[1], (uint32_t)(p - s->processes));
+  if (t == NULL) return;
+  t->read_seen = true;
+  t->read_cpu += value[0];
+  id_sum_t* sum = read_sum(s, value[1], true);
+  if (sum != NULL) sum->sum += value[0];
+}
+
+static int runtime_kind(const record_processes_t* s, uint64_t id) {
+  size_t lo = 0, hi = s->rt_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->rt_ids[mid] == id) return s->rt_kinds[mid];
+    if (s->rt_ids[mid] < id) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return -1;
+}
+
+// A record of the runtime rings: {id, pid|tid, time[, u32 size, raw]}, or a loss.
+static void on_runtime_record(record_processes_t* s, const struct perf_event_header* h) {
+  const size_t words = (h->size - sizeof(*h)) / 8;
+  const uint64_t* w = (const uint64_t*)(const void*)(h + 1);
+  if (h->type == PERF_RECORD_LOST) {
+    if (words >= 2) s->rt_lost += w[1];
+    return;
+  }
+  if (h->type != PERF_RECORD_SAMPLE || words < 3) return;
+  const int kind = runtime_kind(s, w[0]);
+  const uint32_t pid = (uint32_t)w[1], tid = (uint32_t)(w[1] >> 32);
+  const uint64_t time = w[2];
+  process_t* p = current_process(s, pid);
+  if (kind < 0 || p == NULL) return;
+  thread_t* t = thread_in(s, tid, (uint32_t)(p - s->processes));
+  if (t == NULL) return;
+  const uint8_t* raw = NULL;
+  size_t raw_size = 0;
+  if (words >= 4) {
+    uint32_t size;
+    memcpy(&size, &w[3], sizeof(size));
+    if ((size_t)size + 4 <= (words - 3) * 8) {
+      raw = (const uint8_t*)&w[3] + 4;
+      raw_size = size;
+    }
+  }
+  switch (kind) {
+    case RECORD_RT_FAULT_BEGIN:
+      zxs_rt_pairs_fault_begin(&t->pairs, time);
+      break;
+    case RECORD_RT_FAULT_END:
+      zxs_rt_pairs_fault_end(&t->pairs, time);
+      break;
+    case RECORD_RT_LOCK_BEGIN:
+      zxs_rt_pairs_lock_begin(&t->pairs, &s->lock_begin, time, raw, raw_size);
+      break;
+    case RECORD_RT_LOCK_END:
+      zxs_rt_pairs_lock_end(&t->pairs, &s->lock_end, time, raw, raw_size);
+      break;
+    default:
+      break;
+  }
+}
+
+void record_processes_set_runtime(record_processes_t* s, uint32_t fields, const char* missing,
+                                  const uint64_t* ids, const int* kinds, size_t count) {
+  s->runtime = true;
+  s->rt_fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME | fields;
+  snprintf(s->rt_missing, sizeof(s->rt_missing), "%s", missing != NULL ? missing : "");
+  zxs_rt_lock_tracepoints(&s->lock_begin, &s->lock_end);
+  free(s->rt_ids);
+  free(s->rt_kinds);
+  s->rt_ids = malloc((count + 1) * sizeof(*s->rt_ids));
+  s->rt_kinds = malloc((count + 1) * sizeof(*s->rt_kinds));
+  s->rt_count = 0;
+  if (s->rt_ids == NULL || s->rt_kinds == NULL) return;
+  // Insertion by id (a few per CPU and thread attached).
+  for (size_t i = 0; i < count; i++) {
+    size_t at = s->rt_count;
+    while (at > 0 && s->rt_ids[at - 1] > ids[i]) {
+      s->rt_ids[at] = s->rt_ids[at - 1];
+      s->rt_kinds[at] = s->rt_kinds[at - 1];
+      at--;
+    }
+    s->rt_ids[at] = ids[i];
+    s->rt_kinds[at] = kinds[i];
+    s->rt_count++;
+  }
+}
+
+static uint64_t monotonic_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+// Reads the schedstat of one live thread (its current entry).
+static void read_thread_schedstat(record_processes_t* s, thread_t* t) {
+  int64_t run, delay;
+  if (!zxs_rt_read_schedstat((pid_t)s->processes[t->process].pid, (pid_t)t->tid, &run, &delay)) {
+    return;
+  }
+  // A tid reused by a new thread of the same process starts again from 0: not this one.
+  if (t->sched_seen && (run < t->sched_run || delay < t->sched_delay)) return;
+  t->sched_seen = true;
+  t->sched_run = run;
+  t->sched_delay = delay;
+}
+
+void record_processes_read_schedstat(record_processes_t* s, bool now) {
+  if (!s->runtime) return;
+  const uint64_t ms = monotonic_ms();
+  if (!now && ms - s->schedstat_ms < SCHEDSTAT_MS) return;
+  s->schedstat_ms = ms;
+  for (size_t i = 0; i < s->thread_count; i++) {
+    thread_t* t = &s->threads[i];
+    if (t->exited || id_map_get(&s->tid_map, t->tid) != (int64_t)i) continue;
+    read_thread_schedstat(s, t);
+  }
+}
+
+void record_processes_on_count(void* self, pid_t tid, uint64_t id, uint64_t value) {
+  record_processes_t* s = self;
+  int64_t index = id_map_get(&s->tid_map, (uint32_t)tid);
+  if (!s->runtime || index < 0) return;
+  const id_sum_t* children = read_sum(s, id, false);
+  const uint64_t inherited = children != NULL ? children->sum : 0;
+  thread_t* t = &s->threads[index];
+  t->count_seen = true;
+  t->count_cpu += value > inherited ? value - inherited : 0;
+}
+
 static void handle(record_processes_t* s, const struct perf_event_header* h) {
   switch (h->type) {
     case PERF_RECORD_SAMPLE:
@@ -475,6 +670,9 @@ static void handle(record_processes_t* s, const struct perf_event_header* h) {
       break;
     case PERF_RECORD_MMAP2:
       on_mmap2(s, h);
+      break;
+    case PERF_RECORD_READ:
+      on_read(s, h);
       break;
     case PERF_RECORD_LOST:
       if (h->size >= sizeof(*h) + 16) {
@@ -505,10 +703,36 @@ static int compare_entries(const void* a, const void* b) {
 void record_processes_flush(record_processes_t* s) {
   qsort(s->entries, s->entry_count, sizeof(*s->entries), compare_entries);
   for (size_t i = 0; i < s->entry_count; i++) {
-    handle(s, (const struct perf_event_header*)(s->batch + s->entries[i].offset));
+    const struct perf_event_header* h =
+        (const struct perf_event_header*)(s->batch + s->entries[i].offset);
+    if (s->entries[i].runtime) {
+      on_runtime_record(s, h);
+    } else {
+      handle(s, h);
+    }
   }
   s->entry_count = 0;
   s->batch_len = 0;
+}
+
+static void add_to_batch(record_processes_t* s, const struct perf_event_header* h, uint64_t time,
+                         bool runtime) {
+  if (s->batch_len + h->size > BATCH_LIMIT) record_processes_flush(s);
+  size_t size = (h->size + 7u) & ~7u;
+  if (!grow((void**)&s->batch, &s->batch_cap, s->batch_len + size, 1) ||
+      !grow((void**)&s->entries, &s->entry_cap, s->entry_count + 1, sizeof(*s->entries))) {
+    if (runtime) {  // no memory to sort: handle in ring order
+      on_runtime_record(s, h);
+    } else {
+      handle(s, h);
+    }
+    return;
+  }
+  memcpy(s->batch + s->batch_len, h, h->size);
+  s->entries[s->entry_count] = (batch_entry_t){
+      .time = time, .offset = s->batch_len, .seq = s->entry_count, .runtime = runtime};
+  s->entry_count++;
+  s->batch_len += size;
 }
 
 void record_processes_on_record(void* self, const struct perf_event_header* h) {
@@ -520,18 +744,16 @@ void record_processes_on_record(void* self, const struct perf_event_header* h) {
     record_id_t id;
     if (trailer_id(h, 0, &id)) time = id.time;
   }
-  if (s->batch_len + h->size > BATCH_LIMIT) record_processes_flush(s);
-  size_t size = (h->size + 7u) & ~7u;
-  if (!grow((void**)&s->batch, &s->batch_cap, s->batch_len + size, 1) ||
-      !grow((void**)&s->entries, &s->entry_cap, s->entry_count + 1, sizeof(*s->entries))) {
-    handle(s, h);  // no memory to sort: handle in ring order
-    return;
+  add_to_batch(s, h, time, false);
+}
+
+void record_processes_on_runtime_record(void* self, const struct perf_event_header* h) {
+  record_processes_t* s = self;
+  uint64_t time = 0;  // {id, pid|tid, time}; losses first
+  if (h->type == PERF_RECORD_SAMPLE && h->size >= sizeof(*h) + 24) {
+    memcpy(&time, (const uint8_t*)(h + 1) + 16, 8);
   }
-  memcpy(s->batch + s->batch_len, h, h->size);
-  s->entries[s->entry_count] =
-      (batch_entry_t){.time = time, .offset = s->batch_len, .seq = s->entry_count};
-  s->entry_count++;
-  s->batch_len += size;
+  add_to_batch(s, h, time, true);
 }
 
 // --- A running process ------------------------------------------------------------------------
@@ -580,6 +802,12 @@ void record_processes_add_running(record_processes_t* s, pid_t pid) {
     char comm_path[96];
     snprintf(comm_path, sizeof(comm_path), "/proc/%d/task/%u/comm", (int)pid, tid);
     if (t != NULL) read_comm(comm_path, t->name);
+    // What it ran and waited before the recording is not the recording's.
+    if (t != NULL && zxs_rt_read_schedstat(pid, (pid_t)tid, &t->base_run, &t->base_delay)) {
+      t->sched_seen = true;
+      t->sched_run = t->base_run;
+      t->sched_delay = t->base_delay;
+    }
   }
   if (dir != NULL) closedir(dir);
 }
@@ -798,9 +1026,27 @@ static zx_status_t write_kernel_symbols(zxs_fxt_buf_t* buf, record_processes_t* 
   return status;
 }
 
+// The names of ZXS_TASK_RUNTIME_* fields in `fields`, separated by spaces.
+static void runtime_field_names(uint32_t fields, char* out, size_t size) {
+  static const struct {
+    uint32_t field;
+    const char* name;
+  } kNames[] = {{ZXS_TASK_RUNTIME_CPU_TIME, "cpu_time"},
+                {ZXS_TASK_RUNTIME_QUEUE_TIME, "queue_time"},
+                {ZXS_TASK_RUNTIME_PAGE_FAULT_TIME, "page_fault_time"},
+                {ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME, "lock_contention_time"}};
+  out[0] = '\0';
+  for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); i++) {
+    if ((fields & kNames[i].field) == 0) continue;
+    const size_t used = strlen(out);
+    snprintf(out + used, size - used, "%s%s", used > 0 ? " " : "", kNames[i].name);
+  }
+}
+
 static void write_process(zxs_fxt_buf_t* buf, const record_processes_t* s, const process_t* p,
                           uint64_t period_ns, uint64_t threads_not_attached) {
-  zxs_fxt_arg_t args[6];
+  zxs_fxt_arg_t args[9];
+  char fields[96];
   size_t n = 0;
   args[n++] = (zxs_fxt_arg_t){
       .type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PERIOD_ARG), .u64 = period_ns};
@@ -818,10 +1064,66 @@ static void write_process(zxs_fxt_buf_t* buf, const record_processes_t* s, const
     args[n++] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_UINT64,
                                 .name = str(ZXS_TRACE_THREADS_NOT_ATTACHED_ARG),
                                 .u64 = threads_not_attached};
+    if (s->runtime) {
+      runtime_field_names(s->rt_fields, fields, sizeof(fields));
+      args[n++] = (zxs_fxt_arg_t){
+          .type = ZXS_FXT_ARG_STRING, .name = str(ZXS_TRACE_RUNTIME_ARG), .str = str(fields)};
+      if (s->rt_missing[0] != '\0') {
+        args[n++] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_STRING,
+                                    .name = str(ZXS_TRACE_RUNTIME_MISSING_ARG),
+                                    .str = str(s->rt_missing)};
+      }
+      args[n++] = (zxs_fxt_arg_t){
+          .type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_RUNTIME_LOST_ARG), .u64 = s->rt_lost};
+    }
   }
   zxs_fxt_kernel_object_t object = {
       .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = p->koid, .name = str(p->name)};
   zxs_fxt_write_kernel_object(buf, &object, args, n);
+}
+
+// The arguments of a thread's record: its process, then its task runtime (the fields measured
+// for it). Returns how many.
+static size_t thread_args(const record_processes_t* s, const thread_t* t, zxs_fxt_arg_t* args) {
+  size_t n = 0;
+  args[n++] = (zxs_fxt_arg_t){
+      .type = ZXS_FXT_ARG_KOID, .name = str("process"), .koid = s->processes[t->process].koid};
+  if (!s->runtime) return n;
+  // CPU time: the task-clock count at its exit (or our event's count), which includes the time
+  // after the last schedstat read; but where schedstat's sum is larger, that one. (On Linux 6.18
+  // a thread's inherited count was seen to come short by up to a third when perf swapped the
+  // contexts of two threads of a process that ran on the same CPUs by turns.)
+  bool cpu_known = t->read_seen || t->count_seen || t->sched_seen;
+  uint64_t cpu = t->read_seen ? t->read_cpu : t->count_seen ? t->count_cpu : 0;
+  if (t->sched_seen && (uint64_t)(t->sched_run - t->base_run) > cpu) {
+    cpu = (uint64_t)(t->sched_run - t->base_run);
+  }
+  if (cpu_known) {
+    args[n++] = (zxs_fxt_arg_t){
+        .type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_CPU_TIME_ARG), .u64 = cpu};
+  }
+  if (t->sched_seen) {
+    args[n++] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_UINT64,
+                                .name = str(ZXS_TRACE_QUEUE_TIME_ARG),
+                                .u64 = (uint64_t)(t->sched_delay - t->base_delay)};
+  }
+  if (s->rt_fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) {
+    args[n++] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_UINT64,
+                                .name = str(ZXS_TRACE_PAGE_FAULT_TIME_ARG),
+                                .u64 = (uint64_t)t->pairs.page_fault_ns};
+    args[n++] = (zxs_fxt_arg_t){
+        .type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PAGE_FAULTS_ARG), .u64 = t->pairs.faults};
+  }
+  if (s->rt_fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME) {
+    args[n++] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_UINT64,
+                                .name = str(ZXS_TRACE_LOCK_CONTENTION_TIME_ARG),
+                                .u64 = (uint64_t)t->pairs.lock_contention_ns};
+    args[n++] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_UINT64,
+                                .name = str(ZXS_TRACE_LOCK_CONTENTIONS_ARG),
+                                .u64 = t->pairs.contentions};
+  }
+  // Only a thread seen running has a runtime worth a record.
+  return cpu_known || t->sched_seen ? n : 1;
 }
 
 zx_status_t record_processes_write(record_processes_t* s, uint64_t period_ns,
@@ -844,12 +1146,14 @@ zx_status_t record_processes_write(record_processes_t* s, uint64_t period_ns,
   module_files_free(&cache);
   for (size_t i = 0; i < s->thread_count && status == ZX_OK; i++) {
     const thread_t* t = &s->threads[i];
-    if (t->samples == 0) continue;
-    zxs_fxt_arg_t process_arg = {
-        .type = ZXS_FXT_ARG_KOID, .name = str("process"), .koid = s->processes[t->process].koid};
+    const process_t* p = &s->processes[t->process];
+    zxs_fxt_arg_t args[7];
+    const size_t n = thread_args(s, t, args);
+    // Threads without samples but with a runtime, in a process that is written, are written too.
+    if (t->samples == 0 && (n <= 1 || (p->samples == 0 && p->koid != s->root))) continue;
     zxs_fxt_kernel_object_t object = {
         .obj_type = ZX_OBJ_TYPE_THREAD, .koid = t->tid, .name = str(t->name)};
-    zxs_fxt_write_kernel_object(&head, &object, &process_arg, 1);
+    zxs_fxt_write_kernel_object(&head, &object, args, n);
   }
   if (status == ZX_OK) status = write_kernel_symbols(&head, s);
   if (status == ZX_OK) status = zxs_trace_write_vdso(&head);
@@ -919,6 +1223,9 @@ void record_processes_free(record_processes_t* s) {
   free(s->kernel_pcs);
   free(s->batch);
   free(s->entries);
+  free(s->rt_ids);
+  free(s->rt_kinds);
+  free(s->read_sums);
   zxs_fxt_buf_destroy(&s->sample);
   zxs_cfi_unwinder_free(s->unwinder);
   free(s);

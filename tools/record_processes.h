@@ -50,6 +50,29 @@ void record_processes_count_lost(record_processes_t* self, uint64_t lost);
 
 void record_processes_totals(const record_processes_t* self, record_totals_t* out);
 
+// Task runtime (RFC-0084) per thread, for the trace's thread records (see record_perf.h for the
+// events). cpu_time: each thread's task-clock count (PERF_RECORD_READ as an inherited thread
+// exits; for the threads our events were opened on, their count minus those of their exited
+// children, from record_processes_on_count()); a thread that outlives the recording, from
+// schedstat. queue_time: schedstat's run delay, read while the thread lives
+// (record_processes_read_schedstat()): what a thread waited after the last read is missed.
+// page_fault_time and lock_contention_time: the runtime rings' records, paired per thread in
+// time order.
+//
+// Turns the measurement on: `fields` are the runtime events' (record_perf_runtime_fields()),
+// `missing` why the others are not measured, `ids`/`kinds` the events (record_perf_runtime_ids()).
+void record_processes_set_runtime(record_processes_t* self, uint32_t fields, const char* missing,
+                                  const uint64_t* ids, const int* kinds, size_t count);
+
+// Feeds one record of the runtime rings (record_perf_fn).
+void record_processes_on_runtime_record(void* self, const struct perf_event_header* record);
+
+// Reads the schedstat of every live thread: at most every 100 ms unless `now`.
+void record_processes_read_schedstat(record_processes_t* self, bool now);
+
+// The count of one of our sampling events (record_perf_count_fn), after the last drain and flush.
+void record_processes_on_count(void* self, pid_t tid, uint64_t id, uint64_t value);
+
 // Writes the complete trace file: header, processes, threads, modules per process, kernel
 // symbols (if kernel frames were sampled), then the spooled samples. ZX_OK or ZX_ERR_IO /
 // ZX_ERR_NO_MEMORY.

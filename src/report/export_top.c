@@ -205,6 +205,119 @@ static void write_processes(const zxs_profile_t* p, FILE* out) {
   free(sorted);
 }
 
+// --- Task runtime ---------------------------------------------------------------------------
+
+#define RUNTIME_TOP_THREADS 10
+
+typedef struct runtime_row {
+  const char* name;
+  const char* id_kind;  // "pid" or "tid"
+  uint64_t id;
+  zxs_profile_runtime_t rt;
+} runtime_row_t;
+
+static uint64_t runtime_total(const zxs_profile_runtime_t* rt) {
+  return rt->cpu_time + rt->queue_time + rt->page_fault_time + rt->lock_contention_time;
+}
+
+static int compare_runtime_rows(const void* a, const void* b) {
+  const runtime_row_t* x = a;
+  const runtime_row_t* y = b;
+  const uint64_t tx = runtime_total(&x->rt), ty = runtime_total(&y->rt);
+  if (tx != ty) return tx > ty ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+// One field in ms, or "-" when it was not measured.
+static void write_ms(FILE* out, const zxs_profile_runtime_t* rt, uint32_t field, uint64_t ns) {
+  if ((rt->fields & field) == 0) {
+    fprintf(out, " %11s", "-");
+  } else {
+    fprintf(out, " %11.3f", (double)ns / 1e6);
+  }
+}
+
+static void write_runtime_row(FILE* out, const runtime_row_t* r, const char* indent) {
+  zxs_sb_t label = {0};
+  zxs_sb_printf(&label, "%s%s (%s %" PRIu64 ")", indent, r->name[0] != '\0' ? r->name : "unknown",
+                r->id_kind, r->id);
+  char text[48];
+  const char* all = label.failed ? "?" : zxs_sb_str(&label);
+  snprintf(text, sizeof(text), "%s", all);
+  fputs(" ", out);
+  write_plain(out, text);
+  fprintf(out, "%*s", (int)(sizeof(text) - 1 > strlen(text) ? sizeof(text) - 1 - strlen(text) : 0),
+          "");
+  write_ms(out, &r->rt, ZXS_PROFILE_RUNTIME_CPU, r->rt.cpu_time);
+  write_ms(out, &r->rt, ZXS_PROFILE_RUNTIME_QUEUE, r->rt.queue_time);
+  write_ms(out, &r->rt, ZXS_PROFILE_RUNTIME_FAULT, r->rt.page_fault_time);
+  write_ms(out, &r->rt, ZXS_PROFILE_RUNTIME_LOCK, r->rt.lock_contention_time);
+  fputc('\n', out);
+  zxs_sb_free(&label);
+}
+
+static void add_runtime(zxs_profile_runtime_t* sum, const zxs_profile_runtime_t* rt) {
+  sum->fields |= rt->fields;
+  sum->cpu_time += rt->cpu_time;
+  sum->queue_time += rt->queue_time;
+  sum->page_fault_time += rt->page_fault_time;
+  sum->lock_contention_time += rt->lock_contention_time;
+  sum->page_faults += rt->page_faults;
+  sum->lock_contentions += rt->lock_contentions;
+}
+
+// Where the time of the processes with samples went (RFC-0084), summed over their threads, then
+// the threads that took the most: cpu, queue, page-fault and kernel-lock time in ms.
+static void write_runtime(const zxs_profile_t* p, FILE* out) {
+  if (p->runtime_fields == 0) return;
+  runtime_row_t* procs = calloc(p->process_count + 1, sizeof(*procs));
+  runtime_row_t* threads = calloc(p->thread_count + 1, sizeof(*threads));
+  if (procs == NULL || threads == NULL) {
+    free(procs);
+    free(threads);
+    return;
+  }
+  size_t nprocs = 0, nthreads = 0;
+  for (size_t i = 0; i < p->process_count; i++) {
+    const zxs_profile_process_t* proc = &p->processes[i];
+    if (proc->samples == 0) continue;
+    runtime_row_t row = {.name = proc->name, .id_kind = "pid", .id = proc->pid};
+    for (size_t t = 0; t < p->thread_count; t++) {
+      const zxs_profile_thread_t* th = &p->threads[t];
+      if (th->pid != proc->koid || th->runtime.fields == 0) continue;
+      add_runtime(&row.rt, &th->runtime);
+      threads[nthreads++] =
+          (runtime_row_t){.name = th->name, .id_kind = "tid", .id = th->tid, .rt = th->runtime};
+    }
+    if (row.rt.fields != 0) procs[nprocs++] = row;
+  }
+  if (nprocs > 0) {
+    qsort(procs, nprocs, sizeof(*procs), compare_runtime_rows);
+    qsort(threads, nthreads, sizeof(*threads), compare_runtime_rows);
+    fprintf(out, "%-48s %11s %11s %11s %11s\n", "Task runtime (ms):", "cpu", "queue", "page faults",
+            "locks");
+    for (size_t i = 0; i < nprocs; i++) write_runtime_row(out, &procs[i], "");
+    const size_t shown = nthreads < RUNTIME_TOP_THREADS ? nthreads : RUNTIME_TOP_THREADS;
+    fprintf(out, " Threads, most time first:\n");
+    for (size_t i = 0; i < shown; i++) write_runtime_row(out, &threads[i], "  ");
+    if (shown < nthreads) fprintf(out, "  (%zu more threads not shown)\n", nthreads - shown);
+  }
+  if (p->runtime_missing != NULL && p->runtime_missing[0] != '\0') {
+    fputs("Not measured: ", out);
+    write_plain(out, p->runtime_missing);
+    fputc('\n', out);
+  }
+  if (p->runtime_records_lost > 0) {
+    fprintf(out,
+            "Runtime records lost: %" PRIu64
+            " (the faults and contentions they end are not "
+            "counted)\n",
+            p->runtime_records_lost);
+  }
+  free(procs);
+  free(threads);
+}
+
 static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out) {
   bool named = p->process_name != NULL && p->process_name[0] != '\0';
   fputs("Process: ", out);
@@ -248,6 +361,7 @@ static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out)
   }
   fputs("\n", out);
   write_processes(p, out);
+  write_runtime(p, out);
   fputs("\n", out);
 }
 

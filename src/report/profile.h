@@ -63,10 +63,23 @@ typedef enum zxs_profile_sampled {
   ZXS_PROFILE_SAMPLED_USER_KERNEL = 2,
 } zxs_profile_sampled_t;
 
+// Where a thread's time went (RFC-0084), as `zxsampler record` measured it. A field not in
+// `fields` was not measured (older traces, in-process traces: none is).
+#define ZXS_PROFILE_RUNTIME_CPU (1u << 0)    // = ZXS_TASK_RUNTIME_CPU_TIME
+#define ZXS_PROFILE_RUNTIME_QUEUE (1u << 1)  // = ZXS_TASK_RUNTIME_QUEUE_TIME
+#define ZXS_PROFILE_RUNTIME_FAULT (1u << 2)  // = ZXS_TASK_RUNTIME_PAGE_FAULT_TIME
+#define ZXS_PROFILE_RUNTIME_LOCK (1u << 3)   // = ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME
+typedef struct zxs_profile_runtime {
+  uint32_t fields;
+  uint64_t cpu_time, queue_time, page_fault_time, lock_contention_time;  // ns
+  uint64_t page_faults, lock_contentions;                                // timed
+} zxs_profile_runtime_t;
+
 typedef struct zxs_profile_thread {
   zx_koid_t pid;
   zx_koid_t tid;
   const char* name;  // "" if unknown
+  zxs_profile_runtime_t runtime;
 } zxs_profile_thread_t;
 
 typedef struct zxs_profile_sample {
@@ -88,6 +101,11 @@ typedef struct zxs_profile {
   uint64_t samples_lost;           // the recorder could not store them
   uint64_t children_not_followed;  // recorded with --no-inherit
   uint64_t threads_not_attached;
+  // Task runtime: the fields the recording measured for every thread (0: none), why the others
+  // were not (NULL: all were, or no runtime), and runtime records the kernel could not store.
+  uint32_t runtime_fields;
+  const char* runtime_missing;
+  uint64_t runtime_records_lost;
   zxs_profile_kernel_symbol_t* kernel_symbols;  // sorted by start
   size_t kernel_symbol_count;
   zxs_module_list_t modules;  // every process's modules, one range per process (see above)

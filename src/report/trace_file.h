@@ -32,6 +32,21 @@
 #define ZXS_TRACE_LOST_ARG "samples_lost"
 #define ZXS_TRACE_CHILDREN_NOT_FOLLOWED_ARG "children_not_followed"
 #define ZXS_TRACE_THREADS_NOT_ATTACHED_ARG "threads_not_attached"
+// on the first process, task runtime (RFC-0084): the fields measured for every thread (names
+// separated by spaces: "cpu_time queue_time page_fault_time lock_contention_time"), a sentence
+// saying why the others are not (absent when all are), and the runtime records the kernel could
+// not store (pairs they broke are not counted);
+#define ZXS_TRACE_RUNTIME_ARG "task_runtime"
+#define ZXS_TRACE_RUNTIME_MISSING_ARG "task_runtime_missing"
+#define ZXS_TRACE_RUNTIME_LOST_ARG "task_runtime_records_lost"
+// on each thread, the fields measured for it (uint64 ns; an absent argument was not measured,
+// never a zero) and the number of faults and contentions timed;
+#define ZXS_TRACE_CPU_TIME_ARG "cpu_time_ns"
+#define ZXS_TRACE_QUEUE_TIME_ARG "queue_time_ns"
+#define ZXS_TRACE_PAGE_FAULT_TIME_ARG "page_fault_time_ns"
+#define ZXS_TRACE_LOCK_CONTENTION_TIME_ARG "lock_contention_time_ns"
+#define ZXS_TRACE_PAGE_FAULTS_ARG "page_faults"
+#define ZXS_TRACE_LOCK_CONTENTIONS_ARG "lock_contentions"
 // the modules of each process as a Large BLOB *with* metadata named "modules" whose thread
 // reference names the process (thread koid 0); and the kernel functions sampled, an attachment
 // of lines "START END NAME" (hex addresses).

@@ -532,6 +532,70 @@ static zx_status_t copy_name(zxs_profile_t* p, const zxs_fxt_str_ref_t* ref, con
   return *out != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
 }
 
+// Text of any length (a name is cut at 255 bytes, a sentence is not).
+static zx_status_t copy_text(zxs_profile_t* p, const zxs_fxt_str_ref_t* ref, const char** out) {
+  char* text = malloc(ref->len + 1);
+  if (text == NULL) return ZX_ERR_NO_MEMORY;
+  if (ref->len > 0) memcpy(text, ref->data, ref->len);
+  text[ref->len] = '\0';
+  *out = zxs_profile_strdup(p, text);
+  free(text);
+  return *out != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
+}
+
+// "cpu_time queue_time ..." -> ZXS_PROFILE_RUNTIME_* (unknown names are skipped).
+static uint32_t runtime_fields_from_names(const zxs_fxt_str_ref_t* names) {
+  static const struct {
+    const char* name;
+    uint32_t field;
+  } kFields[] = {{"cpu_time", ZXS_PROFILE_RUNTIME_CPU},
+                 {"queue_time", ZXS_PROFILE_RUNTIME_QUEUE},
+                 {"page_fault_time", ZXS_PROFILE_RUNTIME_FAULT},
+                 {"lock_contention_time", ZXS_PROFILE_RUNTIME_LOCK}};
+  uint32_t fields = 0;
+  const char* at = names->data;
+  const char* end = at != NULL ? at + names->len : NULL;
+  while (at != NULL && at < end) {
+    const char* space = memchr(at, ' ', (size_t)(end - at));
+    const size_t len = (size_t)((space != NULL ? space : end) - at);
+    for (size_t i = 0; i < sizeof(kFields) / sizeof(kFields[0]); i++) {
+      if (strlen(kFields[i].name) == len && memcmp(kFields[i].name, at, len) == 0) {
+        fields |= kFields[i].field;
+      }
+    }
+    at += len + 1;
+  }
+  return fields;
+}
+
+// A thread record's task runtime arguments (an absent one was not measured).
+static void read_thread_runtime(const zxs_fxt_record_t* rec, zxs_profile_runtime_t* out) {
+  static const struct {
+    const char* name;
+    uint32_t field;
+    size_t offset;
+  } kArgs[] = {
+      {ZXS_TRACE_CPU_TIME_ARG, ZXS_PROFILE_RUNTIME_CPU, offsetof(zxs_profile_runtime_t, cpu_time)},
+      {ZXS_TRACE_QUEUE_TIME_ARG, ZXS_PROFILE_RUNTIME_QUEUE,
+       offsetof(zxs_profile_runtime_t, queue_time)},
+      {ZXS_TRACE_PAGE_FAULT_TIME_ARG, ZXS_PROFILE_RUNTIME_FAULT,
+       offsetof(zxs_profile_runtime_t, page_fault_time)},
+      {ZXS_TRACE_LOCK_CONTENTION_TIME_ARG, ZXS_PROFILE_RUNTIME_LOCK,
+       offsetof(zxs_profile_runtime_t, lock_contention_time)},
+      {ZXS_TRACE_PAGE_FAULTS_ARG, 0, offsetof(zxs_profile_runtime_t, page_faults)},
+      {ZXS_TRACE_LOCK_CONTENTIONS_ARG, 0, offsetof(zxs_profile_runtime_t, lock_contentions)},
+  };
+  for (size_t i = 0; i < rec->num_args; i++) {
+    const zxs_fxt_arg_t* arg = &rec->args[i];
+    if (arg->type != ZXS_FXT_ARG_UINT64) continue;
+    for (size_t k = 0; k < sizeof(kArgs) / sizeof(kArgs[0]); k++) {
+      if (!str_is(&arg->name, kArgs[k].name)) continue;
+      memcpy((uint8_t*)out + kArgs[k].offset, &arg->u64, sizeof(uint64_t));
+      out->fields |= kArgs[k].field;
+    }
+  }
+}
+
 static zx_status_t read_process(builder_t* b, const zxs_fxt_record_t* rec) {
   zxs_profile_t* p = b->profile;
   const size_t index = find_process(b, rec->kernel_object.koid);
@@ -546,7 +610,15 @@ static zx_status_t read_process(builder_t* b, const zxs_fxt_record_t* rec) {
       p->sampled = str_is(&arg->str, "user+kernel") ? ZXS_PROFILE_SAMPLED_USER_KERNEL
                                                     : ZXS_PROFILE_SAMPLED_USER;
     }
+    if (arg->type == ZXS_FXT_ARG_STRING && str_is(&arg->name, ZXS_TRACE_RUNTIME_ARG)) {
+      p->runtime_fields = runtime_fields_from_names(&arg->str);
+    }
+    if (arg->type == ZXS_FXT_ARG_STRING && str_is(&arg->name, ZXS_TRACE_RUNTIME_MISSING_ARG)) {
+      status = copy_text(p, &arg->str, &p->runtime_missing);
+      if (status != ZX_OK) return status;
+    }
     if (arg->type != ZXS_FXT_ARG_UINT64) continue;
+    if (str_is(&arg->name, ZXS_TRACE_RUNTIME_LOST_ARG)) p->runtime_records_lost += arg->u64;
     if (str_is(&arg->name, ZXS_TRACE_PERIOD_ARG)) p->period = (zx_duration_t)arg->u64;
     if (str_is(&arg->name, ZXS_TRACE_PID_ARG)) process->pid = arg->u64;
     if (str_is(&arg->name, ZXS_TRACE_LOST_ARG)) p->samples_lost += arg->u64;
@@ -581,7 +653,16 @@ static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
             pid = rec->args[i].koid;
           }
         }
-        return add_thread(b, pid, obj->koid, obj->name.data, obj->name.len);
+        zx_status_t status = add_thread(b, pid, obj->koid, obj->name.data, obj->name.len);
+        zxs_profile_runtime_t runtime = {0};
+        read_thread_runtime(rec, &runtime);
+        for (size_t i = p->thread_count; status == ZX_OK && runtime.fields != 0 && i-- > 0;) {
+          if (p->threads[i].tid == obj->koid && p->threads[i].pid == pid) {
+            p->threads[i].runtime = runtime;
+            break;
+          }
+        }
+        return status;
       }
       return ZX_OK;
     }

@@ -8,14 +8,21 @@
 // tree (three levels of processes: level0 forks level1 forks level2), vfork (a vfork child
 // that execs itself in `spin` mode), spin (spins for SECONDS), syscalls (SECONDS of getppid
 // and writes to /dev/null: kernel time), deep (spins 200 calls deep: stacks cut at the depth
-// limit).
+// limit), runtime (where a thread's time went, RFC-0084: a thread "spinner" that spins SECONDS of
+// CPU while "toucher" first-touches 256 MiB; then "pinned-1" and "pinned-2", pinned to CPU 0,
+// each spin SECONDS of CPU there; then four "mapper-N" threads mmap and munmap for SECONDS,
+// contending on the address-space lock. Each thread sleeps 300 ms before it exits, so that the
+// recorder reads its final run delay; it prints "NAME TID CPU_MS WALL_MS" of its busy part).
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,6 +84,71 @@ static void* exit_from_thread(void* arg) {
   _exit(6);
 }
 
+// --- runtime ---
+
+typedef struct rt_job {
+  char name[16];
+  double secs;
+  int kind;  // 0 spin, 1 touch, 2 pinned spin, 3 map
+} rt_job_t;
+
+__attribute__((noinline)) static void first_touch(void) {
+  const size_t size = 256u << 20;
+  char* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  for (size_t i = 0; i < size; i += 4096) p[i] = 1;
+  munmap(p, size);
+}
+
+__attribute__((noinline)) static void map_loop(double secs) {
+  const double end = now() + secs;
+  while (now() < end) {
+    for (int i = 0; i < 64; i++) {
+      char* p = mmap(NULL, 1u << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) continue;
+      p[0] = 1;
+      munmap(p, 1u << 16);
+    }
+  }
+}
+
+static void* rt_thread(void* arg) {
+  rt_job_t* job = arg;
+  pthread_setname_np(pthread_self(), job->name);
+  if (job->kind == 2) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+  }
+  const double wall0 = now(), cpu0 = cpu_now();
+  if (job->kind == 0 || job->kind == 2) spin_thread(job->secs);
+  if (job->kind == 1) first_touch();
+  if (job->kind == 3) map_loop(job->secs);
+  printf("%s %ld %.3f %.3f\n", job->name, (long)syscall(SYS_gettid), (cpu_now() - cpu0) * 1e3,
+         (now() - wall0) * 1e3);
+  fflush(stdout);
+  struct timespec rest = {0, 300000000};
+  nanosleep(&rest, NULL);
+  return NULL;
+}
+
+static void rt_phase(rt_job_t* jobs, int n) {
+  pthread_t threads[8];
+  for (int i = 0; i < n; i++) pthread_create(&threads[i], NULL, rt_thread, &jobs[i]);
+  for (int i = 0; i < n; i++) pthread_join(threads[i], NULL);
+}
+
+static void runtime(double secs) {
+  rt_job_t first[] = {{"spinner", secs, 0}, {"toucher", 0, 1}};
+  rt_phase(first, 2);
+  rt_job_t pinned[] = {{"pinned-1", secs, 2}, {"pinned-2", secs, 2}};
+  rt_phase(pinned, 2);
+  rt_job_t mappers[] = {
+      {"mapper-1", secs, 3}, {"mapper-2", secs, 3}, {"mapper-3", secs, 3}, {"mapper-4", secs, 3}};
+  rt_phase(mappers, 4);
+}
+
 static void wait_all(void) {
   while (wait(NULL) > 0) {
   }
@@ -91,6 +163,10 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "deep") == 0) {
     recurse(200, secs);
+    return 0;
+  }
+  if (strcmp(mode, "runtime") == 0) {
+    runtime(secs);
     return 0;
   }
   if (strcmp(mode, "syscalls") == 0) {

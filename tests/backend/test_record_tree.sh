@@ -308,4 +308,65 @@ echo "long run: $(sed -n 2,3p "$T/long.txt" | tr '\n' ' ') $(tr '\n' ' ' <"$T/lo
 check "the vDSO is named (its image travels in the trace)" \
   sh -c "'$ZXS' report -f folded '$T/long.fxt' | grep -q '__vdso_clock_gettime'"
 
+# --- 12. Where each thread's time went (RFC-0084) ------------------------------------------------
+
+# The report's runtime row of thread NAME: "CPU QUEUE FAULTS LOCKS" (ms, "-" not measured).
+runtime_of() {  # runtime_of REPORT NAME
+  awk -v name="$2" '$1 == name && $2 == "(tid" { print $(NF-3), $(NF-2), $(NF-1), $NF; exit }' "$1"
+}
+# The target's own measure of thread NAME: "CPU_MS WALL_MS".
+own_of() { awk -v name="$2" '$1 == name { print $3, $4; exit }' "$1"; }
+# within A B PERCENT SLACK_MS: |A - B| <= B * PERCENT / 100 + SLACK_MS
+within() { awk -v a="$1" -v b="$2" -v p="$3" -v s="$4" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "-" && d <= b * p / 100 + s) }'; }
+above() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "-" && a + 0 > b + 0) }'; }
+
+record_run runtime -- "$TARGET" runtime 0.3
+sed -n '/^Task runtime/,/^$/p' "$T/runtime.txt"
+cat "$T/runtime.out"
+check "runtime: the report has the breakdown" grep -q '^Task runtime (ms): ' "$T/runtime.txt"
+check "runtime: a row for the process" grep -qE '^ record_target \(pid [0-9]+\) ' "$T/runtime.txt"
+read -r cpu queue faults locks <<<"$(runtime_of "$T/runtime.txt" spinner)"
+read -r own_cpu own_wall <<<"$(own_of "$T/runtime.out" spinner)"
+check "runtime: the spinner's cpu_time is its CPU ($cpu ms; it measured $own_cpu)" \
+  within "$cpu" "$own_cpu" 5 5
+check "runtime: the spinner takes no page-fault time ($faults ms)" within "$faults" 0 0 1
+spinner_locks=$locks
+read -r cpu queue faults locks <<<"$(runtime_of "$T/runtime.txt" toucher)"
+check "runtime: the first-touch thread's page_fault_time > 5 ms ($faults ms)" above "$faults" 5
+for n in 1 2; do
+  read -r cpu queue faults locks <<<"$(runtime_of "$T/runtime.txt" "pinned-$n")"
+  read -r own_cpu own_wall <<<"$(own_of "$T/runtime.out" "pinned-$n")"
+  waited=$(awk -v w="$own_wall" -v c="$own_cpu" 'BEGIN { printf "%.3f", w - c }')
+  check "runtime: pinned-$n's queue_time is wall - cpu ($queue ms; it measured $waited)" \
+    within "$queue" "$waited" 10 10
+done
+mapper_locks=$(awk '$1 ~ /^mapper-/ && $2 == "(tid" { if ($NF == "-") m = "-"; else s += $NF }
+                    END { print (m == "-" ? "-" : s + 0) }' "$T/runtime.txt")
+if [ "$mapper_locks" != "-" ]; then
+  check "runtime: mmap/munmap threads contend on the address-space lock ($mapper_locks ms)" \
+    above "$mapper_locks" 0
+  check "runtime: the spinner waits on no kernel lock ($spinner_locks ms)" \
+    within "$spinner_locks" 0 0 1
+else
+  check "runtime: lock_contention_time not measured, and the report says why" \
+    grep -q '^Not measured: .*lock_contention_time' "$T/runtime.txt"
+fi
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  check "runtime as root: lock_contention_time measured" [ "$mapper_locks" != "-" ]
+  mkdir -p "$T/nobody" && chmod 777 "$T/nobody"
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$ZXS" record -q -o "$T/nobody/rt.fxt" -- \
+    "$TARGET" runtime 0.1 >/dev/null 2>&1
+  "$ZXS" report "$T/nobody/rt.fxt" >"$T/nobody-rt.txt" 2>&1
+  read -r cpu queue faults locks <<<"$(runtime_of "$T/nobody-rt.txt" toucher)"
+  check "unprivileged: cpu and queue time measured ($cpu $queue)" \
+    sh -c "[ '$cpu' != - ] && [ '$queue' != - ]"
+  # (page faults need a ring of locked memory, which the sampling rings may have taken)
+  check "unprivileged: page faults measured, or the report says why not ($faults)" \
+    sh -c "[ '$faults' != - ] || grep -q '^Not measured: .*page_fault_time' '$T/nobody-rt.txt'"
+  check "unprivileged: lock_contention_time shown as not measured ($locks), and why" \
+    sh -c "[ '$locks' = - ] && grep -q '^Not measured: .*lock_contention_time' '$T/nobody-rt.txt'"
+fi
+"$ZXS" report -f pprof -o "$T/runtime.pb.gz" "$T/runtime.fxt"
+check "runtime: pprof export still works" [ -s "$T/runtime.pb.gz" ]
+
 finish

@@ -1,6 +1,7 @@
 // Trace files of a process tree, as `zxsampler record` writes them: one process record per
 // program image, each with its own modules (a Large BLOB with metadata naming the process),
 // kernel symbols, and what the recording lost. Read back into a profile and selected.
+#define _GNU_SOURCE  // open_memstream
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 #include <zxsampler/fxt.h>
 
+#include "export.h"
 #include "fake_platform.h"
 #include "profile.h"
 #include "trace_file.h"
@@ -198,12 +200,97 @@ static void test_captured_modules_through_the_trace(void** state) {
   zxs_modules_free(&captured);
 }
 
+// Task runtime (RFC-0084): the first process says which fields were measured and why not the
+// others; each thread record carries its own; an absent field reads as not measured.
+static void write_thread(zxs_fxt_buf_t* buf, zx_koid_t process, zx_koid_t tid, const char* name,
+                         bool with_runtime) {
+  zxs_fxt_arg_t args[6] = {
+      {.type = ZXS_FXT_ARG_KOID, .name = str("process"), .koid = process},
+      {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_CPU_TIME_ARG), .u64 = 300000000},
+      {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_QUEUE_TIME_ARG), .u64 = 25000000},
+      {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PAGE_FAULT_TIME_ARG), .u64 = 7000000},
+      {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PAGE_FAULTS_ARG), .u64 = 1234},
+      {.type = ZXS_FXT_ARG_UINT64, .name = str("some_future_arg"), .u64 = 1}};
+  zxs_fxt_kernel_object_t object = {.obj_type = ZX_OBJ_TYPE_THREAD, .koid = tid, .name = str(name)};
+  assert_int_equal(zxs_fxt_write_kernel_object(buf, &object, args, with_runtime ? 6 : 1), ZX_OK);
+}
+
+static void test_task_runtime(void** state) {
+  (void)state;
+  zxs_fxt_buf_t buf;
+  zxs_fxt_buf_init(&buf);
+  zxs_fxt_write_magic(&buf);
+  zxs_fxt_write_initialization(&buf, 1000000000u);
+  const char* missing = "lock_contention_time: tracefs does not name lock:contention_begin/end";
+  zxs_fxt_arg_t args[3] = {{.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PID_ARG), .u64 = PID},
+                           {.type = ZXS_FXT_ARG_STRING,
+                            .name = str(ZXS_TRACE_RUNTIME_ARG),
+                            .str = str("cpu_time queue_time page_fault_time")},
+                           {.type = ZXS_FXT_ARG_STRING,
+                            .name = str(ZXS_TRACE_RUNTIME_MISSING_ARG),
+                            .str = str(missing)}};
+  zxs_fxt_kernel_object_t object = {
+      .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = PID, .name = str("prog")};
+  assert_int_equal(zxs_fxt_write_kernel_object(&buf, &object, args, 3), ZX_OK);
+  write_modules(&buf, PID, "/usr/bin/prog-like");
+  write_thread(&buf, PID, PID + 1, "worker", true);
+  write_thread(&buf, PID, PID + 2, "idle", false);
+  const uint64_t user[] = {0x400100, 0x400200};
+  write_sample(&buf, PID, PID + 1, 1, user, 2);
+  assert_int_equal(buf.status, ZX_OK);
+
+  zxs_profile_t p;
+  assert_int_equal(zxs_profile_from_trace(buf.data, buf.len, &p, NULL, 0), ZX_OK);
+  assert_int_equal(p.runtime_fields,
+                   ZXS_PROFILE_RUNTIME_CPU | ZXS_PROFILE_RUNTIME_QUEUE | ZXS_PROFILE_RUNTIME_FAULT);
+  assert_string_equal(p.runtime_missing, missing);
+  assert_int_equal(p.thread_count, 2);
+  const zxs_profile_runtime_t* rt = &p.threads[0].runtime;
+  assert_int_equal(rt->fields,
+                   ZXS_PROFILE_RUNTIME_CPU | ZXS_PROFILE_RUNTIME_QUEUE | ZXS_PROFILE_RUNTIME_FAULT);
+  assert_int_equal(rt->cpu_time, 300000000);
+  assert_int_equal(rt->queue_time, 25000000);
+  assert_int_equal(rt->page_fault_time, 7000000);
+  assert_int_equal(rt->page_faults, 1234);
+  assert_int_equal(p.threads[1].runtime.fields, 0);  // no runtime: not measured, not zero
+
+  // The report's header: the process, the thread, "-" for what was not measured, and why.
+  char* text = NULL;
+  size_t size = 0;
+  FILE* out = open_memstream(&text, &size);
+  assert_non_null(out);
+  assert_int_equal(zxs_export_top(&p, 0, 0, out), ZX_OK);
+  fclose(out);
+  assert_non_null(strstr(text, "Task runtime (ms):"));
+  assert_non_null(strstr(text, " prog (pid 4242)"));
+  assert_non_null(strstr(text, "  worker (tid 4243)"));
+  assert_non_null(strstr(text, "300.000      25.000       7.000           -\n"));
+  assert_non_null(strstr(text, "Not measured: lock_contention_time: tracefs"));
+  free(text);
+  zxs_profile_free(&p);
+  zxs_fxt_buf_destroy(&buf);
+
+  // An older trace: no runtime anywhere, and no runtime in the report.
+  make_trace(&buf);
+  assert_int_equal(zxs_profile_from_trace(buf.data, buf.len, &p, NULL, 0), ZX_OK);
+  assert_int_equal(p.runtime_fields, 0);
+  assert_null(p.runtime_missing);
+  out = open_memstream(&text, &size);
+  assert_int_equal(zxs_export_top(&p, 0, 0, out), ZX_OK);
+  fclose(out);
+  assert_null(strstr(text, "Task runtime"));
+  free(text);
+  zxs_profile_free(&p);
+  zxs_fxt_buf_destroy(&buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_processes_and_their_modules),
       cmocka_unit_test(test_select),
       cmocka_unit_test(test_module_file_offsets),
       cmocka_unit_test(test_captured_modules_through_the_trace),
+      cmocka_unit_test(test_task_runtime),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
