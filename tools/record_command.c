@@ -72,9 +72,10 @@ static void usage_record(FILE* out) {
           "                       %u with fp; at most %u); deeper stacks end in [truncated]\n"
           "      --user-only      never sample kernel code (default: kernel too, where the\n"
           "                       host allows it: root, CAP_PERFMON or perf_event_paranoid <= 1)\n"
-          "      --no-runtime     do not measure where each thread's time went (cpu, queue,\n"
-          "                       page-fault and kernel-lock time: RFC-0084), which times\n"
-          "                       every page fault and lock contention of the program\n"
+          "      --no-runtime     do not measure where each thread's time went (RFC-0084; by\n"
+          "                       default cpu and queue time, which cost the program nothing)\n"
+          "      --runtime-events also time every page fault and kernel-lock contention\n"
+          "                       (about 1 us of the program's CPU per fault; locks: root)\n"
           "  -h, --help           this text\n",
           RING_MB_DWARF, RING_MB_FP, STACK_COPY_DWARF, STACK_COPY_FP, STACK_COPY_MAX);
 }
@@ -84,7 +85,7 @@ typedef struct record_args {
   zxs_profile_format_t format;
   long long period_us, ring_mb, duration_s, stack_copy;
   pid_t pid;
-  bool inherit, kernel, quiet, dwarf, runtime;
+  bool inherit, kernel, quiet, dwarf, runtime, runtime_events;
   char** program;
 } record_args_t;
 
@@ -94,7 +95,8 @@ enum {
   OPT_USER_ONLY,
   OPT_UNWIND,
   OPT_STACK_COPY,
-  OPT_NO_RUNTIME
+  OPT_NO_RUNTIME,
+  OPT_RUNTIME_EVENTS
 };
 
 // `how` ("fp" or "dwarf", from `where`) into a->dwarf: -1 when taken, else the exit status.
@@ -161,6 +163,9 @@ static int take_option(int opt, const char* arg, record_args_t* a) {
     case OPT_USER_ONLY:
       a->kernel = false;
       break;
+    case OPT_RUNTIME_EVENTS:
+      a->runtime_events = true;
+      break;
     case OPT_NO_RUNTIME:
       a->runtime = false;
       break;
@@ -214,6 +219,7 @@ static int parse_args(int argc, char** argv, record_args_t* a) {
                                           {"no-inherit", no_argument, NULL, OPT_NO_INHERIT},
                                           {"user-only", no_argument, NULL, OPT_USER_ONLY},
                                           {"no-runtime", no_argument, NULL, OPT_NO_RUNTIME},
+                                          {"runtime-events", no_argument, NULL, OPT_RUNTIME_EVENTS},
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"unwind", required_argument, NULL, OPT_UNWIND},
                                           {"stack-copy", required_argument, NULL, OPT_STACK_COPY},
@@ -459,7 +465,8 @@ static record_perf_t* open_perf(const record_args_t* a, pid_t target, int go, in
                                    .ring_bytes = (size_t)a->ring_mb << 20,
                                    .stack_copy = (uint32_t)a->stack_copy,
                                    .dwarf = a->dwarf,
-                                   .runtime = a->runtime};
+                                   .runtime = a->runtime,
+                                   .runtime_events = a->runtime && a->runtime_events};
   char error[512];
   record_perf_t* perf = record_perf_open(&options, error, sizeof(error));
   *pidfd = perf != NULL ? (int)syscall(SYS_pidfd_open, target, 0) : -1;

@@ -26,13 +26,15 @@ typedef struct record_perf_options {
   uint32_t stack_copy;    // bytes of user stack copied per sample
   bool dwarf;             // sample every register CFI unwinding may need (not only fp, sp, pc)
   bool runtime;           // measure task runtime (RFC-0084) per thread: see below
+  bool runtime_events;    // with `runtime`, also time page faults and kernel locks (events)
 } record_perf_options_t;
 
 // Task runtime. With `runtime`, the sampling event also counts (task-clock: every nanosecond a
 // thread ran) with inherit_stat, so that each inherited thread's count comes as a
 // PERF_RECORD_READ {pid, tid, value, id} when it exits (record_perf_read_counts() gives the
 // counts of the events opened here, which include those of the exited children); and every
-// thread gets, in rings of their own (drained through `runtime_fn`), the page-fault events
+// thread gets, with `runtime_events`, in rings of their own (drained through `runtime_fn`),
+// the page-fault events
 // (PERF_COUNT_SW_PAGE_FAULTS at the start of the handler, _MIN/_MAJ at its end) and, where
 // tracefs names them and the kernel allows, the lock:contention_begin/end tracepoints, each
 // sampled on every occurrence with IDENTIFIER, TID and TIME (and RAW for tracepoints).

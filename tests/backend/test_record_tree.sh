@@ -320,7 +320,14 @@ own_of() { awk -v name="$2" '$1 == name { print $3, $4; exit }' "$1"; }
 within() { awk -v a="$1" -v b="$2" -v p="$3" -v s="$4" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "-" && d <= b * p / 100 + s) }'; }
 above() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "-" && a + 0 > b + 0) }'; }
 
-record_run runtime -- "$TARGET" runtime 0.3
+# By default only cpu and queue time (free to the program); the fault and lock events are asked.
+record_run runtime-default -- "$TARGET" runtime 0.1
+read -r cpu queue faults locks <<<"$(runtime_of "$T/runtime-default.txt" toucher)"
+check "runtime by default: cpu and queue, not faults or locks ($cpu $queue $faults $locks)" \
+  sh -c "[ '$cpu' != - ] && [ '$queue' != - ] && [ '$faults' = - ] && [ '$locks' = - ]"
+check "runtime by default: the report says the events were not asked for" \
+  grep -q '^Not measured: .*not asked (--runtime-events' "$T/runtime-default.txt"
+record_run runtime --runtime-events -- "$TARGET" runtime 0.3
 sed -n '/^Task runtime/,/^$/p' "$T/runtime.txt"
 cat "$T/runtime.out"
 check "runtime: the report has the breakdown" grep -q '^Task runtime (ms): ' "$T/runtime.txt"
@@ -354,7 +361,8 @@ fi
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   check "runtime as root: lock_contention_time measured" [ "$mapper_locks" != "-" ]
   mkdir -p "$T/nobody" && chmod 777 "$T/nobody"
-  setpriv --reuid=65534 --regid=65534 --clear-groups "$ZXS" record -q -o "$T/nobody/rt.fxt" -- \
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$ZXS" record -q --runtime-events \
+    -o "$T/nobody/rt.fxt" -- \
     "$TARGET" runtime 0.1 >/dev/null 2>&1
   "$ZXS" report "$T/nobody/rt.fxt" >"$T/nobody-rt.txt" 2>&1
   read -r cpu queue faults locks <<<"$(runtime_of "$T/nobody-rt.txt" toucher)"
