@@ -38,6 +38,7 @@
 #include <zxsampler/object.h>
 
 #include "linux_internal.h"
+#include "runtime_pairs_linux.h"
 
 // Data pages of a thread's ring: 32 KiB hold ~1350 fault records (24 bytes each); the drainer
 // is woken at half. Fewer when the locked-memory limit refuses that many (perf rings share
@@ -49,61 +50,12 @@
 
 static uint64_t g_scratch[65536 / 8];  // one record; callers serialize (the runtime's lock)
 
-// --- Tracepoint ids and layouts, from tracefs ---------------------------------------------------
+// --- Tracepoint ids and layouts: tracefs, looked up once (runtime_pairs_linux.c) -------------
 
-typedef struct tracepoint {
-  bool found;
-  uint64_t id;
-  uint32_t addr_offset;   // of lock_addr in the raw record
-  uint32_t flags_offset;  // of flags (contention_begin only)
-} tracepoint_t;
-
-static const char* const kTracefs[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
-
-static bool read_small_file(const char* path, char* buf, size_t size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, buf, size - 1);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  return true;
-}
-
-// The offset of `field` in a tracepoint's format file ("field:TYPE NAME;\toffset:N;").
-static bool field_offset(const char* format, const char* field, uint32_t* offset) {
-  char needle[64];
-  snprintf(needle, sizeof(needle), " %s;", field);
-  const char* at = strstr(format, needle);
-  if (at == NULL) return false;
-  at = strstr(at, "offset:");
-  if (at == NULL) return false;
-  *offset = (uint32_t)strtoul(at + 7, NULL, 10);
-  return true;
-}
-
-static tracepoint_t find_tracepoint(const char* name, bool with_flags) {
-  tracepoint_t tp = {0};
-  for (size_t i = 0; i < sizeof(kTracefs) / sizeof(kTracefs[0]) && !tp.found; i++) {
-    char path[128], text[4096];
-    snprintf(path, sizeof(path), "%s/events/lock/%s/id", kTracefs[i], name);
-    if (!read_small_file(path, text, sizeof(text))) continue;
-    tp.id = strtoull(text, NULL, 10);
-    snprintf(path, sizeof(path), "%s/events/lock/%s/format", kTracefs[i], name);
-    tp.found = read_small_file(path, text, sizeof(text)) &&
-               field_offset(text, "lock_addr", &tp.addr_offset) &&
-               (!with_flags || field_offset(text, "flags", &tp.flags_offset));
-  }
-  return tp;
-}
-
-static tracepoint_t g_begin, g_end;
+static zxs_rt_tracepoint_t g_begin, g_end;
 static pthread_once_t g_tracepoints_once = PTHREAD_ONCE_INIT;
 
-static void find_tracepoints(void) {
-  g_begin = find_tracepoint("contention_begin", true);
-  g_end = find_tracepoint("contention_end", false);
-}
+static void find_tracepoints(void) { (void)zxs_rt_lock_tracepoints(&g_begin, &g_end); }
 
 // --- Opening ------------------------------------------------------------------------------------
 
