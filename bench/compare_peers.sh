@@ -29,6 +29,7 @@
 #                 1000 or 4000, its default ITIMER_PROF (process-wide CPU-time timer), and
 #                 CPUPROFILE_REALTIME=1 (ITIMER_REAL, process-wide wall-clock timer)
 #   perf-*        perf record -g -F 1000|4000 -e task-clock:u (user only, as libzxsampler)
+#   perf-dwarf-*  the same with --call-graph dwarf (perf's CFI mode, against zxs-record's)
 #
 # Columns: the workload's own CPU time (all threads, printed by it, profiler start-up and
 # write-out excluded) against the baseline's; total CPU of everything the command ran (GNU time:
@@ -90,7 +91,8 @@ else
   echo "compare_peers: libprofiler.so not found (apt-get install libgoogle-perftools4): skipping gperftools" >&2
 fi
 if [[ $HAVE_PERF == 1 ]]; then
-  CONFIGS+=("perf-1000|perf:1000|1000" "perf-4000|perf:4000|4000")
+  CONFIGS+=("perf-1000|perf:1000|1000" "perf-4000|perf:4000|4000"
+            "perf-dwarf-1000|perfdwarf:1000|1000" "perf-dwarf-4000|perfdwarf:4000|4000")
 else
   echo "compare_peers: perf record does not work here: skipping perf" >&2
 fi
@@ -143,6 +145,8 @@ run_one() {
            [[ ${rest%%:*} == 1 ]] && env_args+=("CPUPROFILE_REALTIME=1")
            cmd=("$PW" $WORK_ARGS) ;;
     perf) cmd=(perf record -q -g -F "$rest" -e task-clock:u -o "$prof" -- "$PW" $WORK_ARGS) ;;
+    perfdwarf) cmd=(perf record -q --call-graph dwarf -F "$rest" -e task-clock:u -o "$prof" --
+                    "$PW" $WORK_ARGS) ;;
   esac
   # The variables go to the measured command only (GNU time must not be profiled itself).
   /usr/bin/time -f '%e %U %S %M' -o "$timef" env "${env_args[@]}" "${cmd[@]}" >"$outf" \
@@ -159,7 +163,7 @@ run_one() {
   case $kind in
     floor) samples=$(sed -n 's/.* events=\([0-9]*\).*/\1/p' <<<"$line") ;;
     zxs|record) samples=$(count_samples zxs "$prof") ;;
-    perf) samples=$(count_samples "$kind" "$prof") ;;
+    perf | perfdwarf) samples=$(count_samples perf "$prof") ;;
     gperf) samples=$(count_samples gperf "$prof")
            [[ ${rest%%:*} == 1 ]] && expected=$(python3 -c "print(round($wall * $rate))") ;;
   esac
