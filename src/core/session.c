@@ -334,9 +334,12 @@ zx_status_t zxs_sampler_attach(zx_handle_t iob, zx_handle_t thread) {
       if (status == ZX_OK) status = arm_slot(s, slot);
       if (status != ZX_OK) {
         // Nothing changes on failure: the thread is not left attached. A thread that exited
-        // since the liveness check is BAD_STATE, as the contract says.
+        // since the liveness check is BAD_STATE, as the contract says, whichever step of the
+        // arm its exit made fail (a source can fail on a dying thread with another errno).
         detach_slot(s, slot);
-        if (status != ZX_ERR_BAD_STATE) status = ZX_ERR_NO_RESOURCES;
+        if (status != ZX_ERR_BAD_STATE) {
+          status = zxs_prim_thread_alive(&info) ? ZX_ERR_NO_RESOURCES : ZX_ERR_BAD_STATE;
+        }
       }
     }
   }

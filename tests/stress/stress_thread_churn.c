@@ -102,10 +102,9 @@ static void run(const char* source, bool attach_self, int threads, int64_t spin_
       } else if (s == ZX_ERR_BAD_STATE && !attach_self) {
         bad_state++;  // the thread had exited: allowed
       } else if (s == ZX_ERR_NO_RESOURCES && !attach_self && i % 3 == 0) {
-        // LIBRARY BUG (session.c, zxs_sampler_attach): a thread that exits after the liveness
-        // check but before its source is armed makes the arm fail with BAD_STATE (ESRCH from
-        // perf_event_open, EINVAL from timer_create), and attach turns every arm failure into
-        // NO_RESOURCES. The contract says BAD_STATE for a thread that has exited.
+        // A thread that exits after attach's liveness check makes its arm fail, with whatever
+        // errno the failing step saw; the contract says BAD_STATE for a thread that has exited,
+        // so attach checks liveness again after a failed arm (session.c).
         CHECK(false,
               "thread %d (exiting): attach: ZX_ERR_NO_RESOURCES, expected ZX_ERR_BAD_STATE "
               "(LIBRARY BUG: an arm that failed because the thread exited is reported as "
