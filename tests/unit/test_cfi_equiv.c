@@ -214,6 +214,15 @@ static void add_vdso(zxs_cfi_unwinder_t* u) {
 }
 
 // Unwinds every sample of g_cap with both unwinders and compares.
+// The share of samples our unwinder must take alone on the workload. Under AddressSanitizer the
+// workload's qsort runs through the sanitizer's interceptor, whose frames our unwinder hands to
+// libunwind (seen: 9% alone in one CI run, 100% in others): there only the equivalence counts.
+#if defined(__SANITIZE_ADDRESS__)
+#define WORKLOAD_OWN_SHARE 0.0
+#else
+#define WORKLOAD_OWN_SHARE 0.99
+#endif
+
 static void compare_unwinders(const char* what, double min_own_share) {
   // Everything is freed before the assertions, which leave the function when they fail.
   zxs_cfi_unwinder_t* own = zxs_cfi_unwinder_new();
@@ -276,11 +285,11 @@ static void test_workload_without_frame_pointers(void** state) {
   if (!zxs_cfi_available()) skip();
   char* argv[] = {(char*)g_workload, "1", "40", "1500", NULL};
   if (!capture(argv)) skip();
-  compare_unwinders("cfi_workload 1 40", 0.99);
+  compare_unwinders("cfi_workload 1 40", WORKLOAD_OWN_SHARE);
   // Deep stacks: a 150-level chain, cut by the copy or by the 128 frames.
   char* deep[] = {(char*)g_workload, "1", "150", "500", NULL};
   if (!capture(deep)) skip();
-  compare_unwinders("cfi_workload 1 150", 0.99);
+  compare_unwinders("cfi_workload 1 150", WORKLOAD_OWN_SHARE);
 }
 
 static void test_xz(void** state) {
