@@ -352,8 +352,10 @@ mapper_locks=$(awk '$1 ~ /^mapper-/ && $2 == "(tid" { if ($NF == "-") m = "-"; e
 if [ "$mapper_locks" != "-" ]; then
   check "runtime: mmap/munmap threads contend on the address-space lock ($mapper_locks ms)" \
     above "$mapper_locks" 0
-  check "runtime: the spinner waits on no kernel lock ($spinner_locks ms)" \
-    within "$spinner_locks" 0 0 1
+  # (next to nothing: under AddressSanitizer its runtime's own mmap calls meet the mappers'
+  # mmap_lock, 15 ms once against their hundreds)
+  check "runtime: the spinner waits on almost no kernel lock ($spinner_locks of $mapper_locks ms)" \
+    awk -v s="$spinner_locks" -v m="$mapper_locks" 'BEGIN { exit !(s != "-" && s <= 1 + m / 20) }'
 else
   check "runtime: lock_contention_time not measured, and the report says why" \
     grep -q '^Not measured: .*lock_contention_time' "$T/runtime.txt"
