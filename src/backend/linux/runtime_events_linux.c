@@ -45,8 +45,6 @@
 // perf_event_mlock_kb with the sampler's perf-ring source, so they stay small).
 #define RING_PAGES 8u
 #define RING_MIN_PAGES 2u
-// include/trace/events/lock.h: the contention is on a spin lock.
-#define LCB_F_SPIN (1u << 0)
 
 static uint64_t g_scratch[65536 / 8];  // one record; callers serialize (the runtime's lock)
 
@@ -188,17 +186,14 @@ static int event_of(const zxs_rt_events_t* ev, uint64_t id) {
   return -1;
 }
 
-// A raw tracepoint field of `size` bytes at `offset`, or 0 when the record is too short.
-static uint64_t raw_field(const uint64_t* body, size_t words, uint32_t offset, size_t size) {
-  // {id} {time} {u32 raw size, raw bytes...}
-  if (words < 3) return 0;
-  const uint8_t* raw = (const uint8_t*)&body[2] + sizeof(uint32_t);
+// A tracepoint sample's raw data: {id} {time} {u32 raw size, raw bytes...}; NULL when short.
+static const uint8_t* raw_of(const uint64_t* body, size_t words, size_t* size) {
   uint32_t raw_size;
+  if (words < 3) return NULL;
   memcpy(&raw_size, &body[2], sizeof(raw_size));
-  if ((size_t)raw_size + sizeof(uint32_t) > (words - 2) * 8 || offset + size > raw_size) return 0;
-  uint64_t value = 0;
-  memcpy(&value, raw + offset, size);  // little-endian hosts: the low bytes
-  return value;
+  if ((size_t)raw_size + sizeof(uint32_t) > (words - 2) * 8) return NULL;
+  *size = raw_size;
+  return (const uint8_t*)&body[2] + sizeof(uint32_t);
 }
 
 static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t words) {
@@ -206,38 +201,28 @@ static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t wor
   if (type == PERF_RECORD_LOST) {
     // The ring was full: pairs may be broken, so the open ones are not trusted.
     if (words >= 2) ev->lost += body[1];
-    ev->fault_begin = 0;
-    ev->lock_begin = 0;
+    zxs_rt_pairs_break(&ev->pairs);
     return;
   }
   if (type != PERF_RECORD_SAMPLE || words < 2) return;
   const uint64_t time = body[1];
+  size_t raw_size = 0;
+  const uint8_t* raw;
   switch (event_of(ev, body[0])) {
     case ZXS_RT_FAULT_BEGIN:
-      ev->fault_begin = time;
+      zxs_rt_pairs_fault_begin(&ev->pairs, time);
       break;
     case ZXS_RT_FAULT_END_MIN:
     case ZXS_RT_FAULT_END_MAJ:
-      if (ev->fault_begin != 0 && time >= ev->fault_begin) {
-        ev->page_fault_ns += (int64_t)(time - ev->fault_begin);
-        ev->faults++;
-      }
-      ev->fault_begin = 0;
+      zxs_rt_pairs_fault_end(&ev->pairs, time);
       break;
     case ZXS_RT_LOCK_BEGIN:
-      if ((raw_field(body, words, g_begin.flags_offset, 4) & LCB_F_SPIN) == 0) {
-        ev->lock_begin = time;
-        ev->lock_addr = raw_field(body, words, g_begin.addr_offset, 8);
-      }
+      raw = raw_of(body, words, &raw_size);
+      zxs_rt_pairs_lock_begin(&ev->pairs, &g_begin, time, raw, raw_size);
       break;
     case ZXS_RT_LOCK_END:
-      if (ev->lock_begin != 0 && raw_field(body, words, g_end.addr_offset, 8) == ev->lock_addr) {
-        if (time >= ev->lock_begin) {
-          ev->lock_contention_ns += (int64_t)(time - ev->lock_begin);
-          ev->contentions++;
-        }
-        ev->lock_begin = 0;
-      }
+      raw = raw_of(body, words, &raw_size);
+      zxs_rt_pairs_lock_end(&ev->pairs, &g_end, time, raw, raw_size);
       break;
     default:
       break;

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "runtime_pairs_linux.h"
+
 enum {
   ZXS_RT_FAULT_BEGIN,
   ZXS_RT_FAULT_END_MIN,
@@ -24,16 +26,9 @@ typedef struct zxs_rt_events {
   uint8_t* ring;
   size_t page;
   size_t data_size;
-  uint32_t fields;  // ZXS_TASK_RUNTIME_PAGE_FAULT_TIME / _LOCK_CONTENTION_TIME opened
-  // Pairing state and totals.
-  uint64_t fault_begin;  // time of an open fault; 0: none
-  uint64_t lock_begin;   // time of an open contention; 0: none
-  uint64_t lock_addr;
-  int64_t page_fault_ns;
-  int64_t lock_contention_ns;
-  uint64_t faults;
-  uint64_t contentions;
-  uint64_t lost;  // records the kernel dropped (full ring)
+  uint32_t fields;       // ZXS_TASK_RUNTIME_PAGE_FAULT_TIME / _LOCK_CONTENTION_TIME opened
+  zxs_rt_pairs_t pairs;  // pairing state and totals (page_fault_ns, lock_contention_ns)
+  uint64_t lost;         // records the kernel dropped (full ring)
 } zxs_rt_events_t;
 
 // Nothing open.

@@ -191,8 +191,8 @@ static void retire_locked(measured_t* m) {
   close_schedstat(&m->stat_fd);
   m->exited = true;
   g_exited.queue_time += m->queue_time;
-  g_exited.page_fault_time += m->events.page_fault_ns;
-  g_exited.lock_contention_time += m->events.lock_contention_ns;
+  g_exited.page_fault_time += m->events.pairs.page_fault_ns;
+  g_exited.lock_contention_time += m->events.pairs.lock_contention_ns;
 }
 
 // An exit record of one of our threads (taskstats). g_lock held.
@@ -355,8 +355,8 @@ static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
 static void fill(const measured_t* m, zxs_prim_runtime_t* out) {
   out->info.cpu_time = m->cpu_time;
   out->info.queue_time = m->queue_time;
-  out->info.page_fault_time = m->events.page_fault_ns;
-  out->info.lock_contention_time = m->events.lock_contention_ns;
+  out->info.page_fault_time = m->events.pairs.page_fault_ns;
+  out->info.lock_contention_time = m->events.pairs.lock_contention_ns;
   out->fields = m->fields;
   // Its totals at exit: read on the thread as it exits, or from its exit record (live: will be).
   if (m->hooked || m->final || (!m->exited && g_exits_fd >= 0)) {
@@ -433,8 +433,8 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
       continue;
     }
     out->info.queue_time += m->queue_time;
-    out->info.page_fault_time += m->events.page_fault_ns;
-    out->info.lock_contention_time += m->events.lock_contention_ns;
+    out->info.page_fault_time += m->events.pairs.page_fault_ns;
+    out->info.lock_contention_time += m->events.pairs.lock_contention_ns;
     zxs_prim_runtime_t one;
     fill(m, &one);
     fields &= one.fields;
