@@ -243,16 +243,23 @@ static void compare_unwinders(const char* what, double min_own_share) {
     lib_space = zxs_cfi_space_new(lib, g_cap.maps, g_cap.map_count);
   }
   const bool made = own_space != NULL && lib_space != NULL;
-  size_t same = 0, frames = 0, truncated = 0;
+  size_t same = 0, longer = 0, frames = 0, truncated = 0;
   for (size_t i = 0; made && i < g_cap.count; i++) {
     const sample_t* s = &g_cap.samples[i];
     uint64_t a[MAX_FRAMES], b[MAX_FRAMES];
     bool ta = false, tb = false;
     const size_t na = zxs_cfi_unwind(own_space, &s->regs, s->copy, s->len, a, MAX_FRAMES, &ta);
     const size_t nb = zxs_cfi_unwind(lib_space, &s->regs, s->copy, s->len, b, MAX_FRAMES, &tb);
+    frames += na;
+    truncated += ta;
     if (na == nb && ta == tb && memcmp(a, b, na * sizeof(*a)) == 0) {
       same++;
-    } else if (i - same < 5) {  // the first differences, to see why
+      continue;
+    }
+    // libunwind gave up where ours went on (seen once in thousands of samples, at a PLT slot
+    // of ld.so during an ASan start-up): counted apart, bounded below.
+    if (nb < na && !tb && memcmp(a, b, nb * sizeof(*a)) == 0) longer++;
+    if (i - same < 5) {  // the first differences, to see why
       print_message("%s sample %zu: own %zu frames%s, libunwind %zu%s\n", what, i, na,
                     ta ? " (truncated)" : "", nb, tb ? " (truncated)" : "");
       for (size_t k = 0; k < (na > nb ? na : nb) && k < 40; k++) {
@@ -261,8 +268,6 @@ static void compare_unwinders(const char* what, double min_own_share) {
                       k < na && k < nb && a[k] == b[k] ? "" : "  <-");
       }
     }
-    frames += na;
-    truncated += ta;
   }
   zxs_cfi_stats_t st;
   zxs_cfi_unwinder_stats(own, &st);
@@ -272,16 +277,18 @@ static void compare_unwinders(const char* what, double min_own_share) {
   zxs_cfi_unwinder_free(lib);
   const double share = st.samples > 0 ? (double)st.own / (double)st.samples : 0;
   print_message(
-      "%-22s %5zu samples (%llu lost), %5zu the same (%.2f%%); mean depth %.1f, %zu truncated; "
+      "%-22s %5zu samples (%llu lost), %5zu the same (%.2f%%), %zu where libunwind stopped first; "
+      "mean depth %.1f, %zu truncated; "
       "own unwinder alone: %.2f%% (%llu handed to libunwind); rows %llu cached, %llu computed\n",
       what, g_cap.count, (unsigned long long)g_cap.lost, same,
-      g_cap.count > 0 ? 100.0 * (double)same / (double)g_cap.count : 0.0,
+      g_cap.count > 0 ? 100.0 * (double)same / (double)g_cap.count : 0.0, longer,
       g_cap.count > 0 ? (double)frames / (double)g_cap.count : 0.0, truncated, 100.0 * share,
       (unsigned long long)st.fallbacks, (unsigned long long)st.row_hits,
       (unsigned long long)st.row_misses);
   assert_true(made);
   assert_true(g_cap.count >= 100);
-  assert_int_equal(same, g_cap.count);
+  assert_int_equal(same + longer, g_cap.count);
+  assert_true(longer * 200 <= g_cap.count);  // at most 0.5%
   assert_true(share >= min_own_share);
 }
 
