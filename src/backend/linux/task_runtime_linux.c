@@ -315,8 +315,9 @@ static measured_t* new_entry_locked(void) {
   return reuse;
 }
 
-// Measures a live thread (idempotent): the entry, or NULL. g_lock held.
-static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
+// Measures a live thread (idempotent), its events' ring of `ring_pages`: the entry, or NULL.
+// g_lock held.
+static measured_t* measure_locked(pid_t tid, size_t ring_pages, zx_status_t* status) {
   ensure_drainer_locked();
   measured_t* m = find_locked(tid);
   if (m != NULL && !m->exited) {
@@ -340,7 +341,7 @@ static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
   m->fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
   if (g_with_events < events_limit()) {
     m->cpu_at_events = m->cpu_time;
-    m->fields |= zxs_rt_events_open(&m->events, tid);
+    m->fields |= zxs_rt_events_open(&m->events, tid, ring_pages);
     if (m->events.fields != 0) g_with_events++;
   } else {
     zxs_rt_events_init(&m->events);
@@ -372,7 +373,7 @@ zx_status_t zxs_prim_runtime_measure(const zxs_prim_thread_t* thread) {
   const pid_t tid = (pid_t)thread->koid;
   pthread_mutex_lock(&g_lock);
   zx_status_t status;
-  measured_t* m = measure_locked(tid, &status);
+  measured_t* m = measure_locked(tid, ZXS_RT_RING_PAGES, &status);
   // The calling thread is read one last time as it exits (exact queue time).
   if (m != NULL && !m->hooked && tid == current_tid()) {
     pthread_mutex_unlock(&g_lock);  // it may take the core's locks
@@ -427,7 +428,7 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
     const pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
     if (tid <= 0) continue;
     zx_status_t status;
-    measured_t* m = measure_locked(tid, &status);
+    measured_t* m = measure_locked(tid, ZXS_RT_RING_PAGES, &status);
     if (m == NULL) continue;  // exited meanwhile, or the table is full
     m->seen = gen;
     zxs_rt_events_drain(&m->events);
@@ -470,7 +471,8 @@ zx_status_t zxs_prim_runtime_keep_history(const zxs_prim_thread_t* thread) {
   if (thread == NULL || thread->koid == 0) return ZX_ERR_INVALID_ARGS;
   pthread_mutex_lock(&g_lock);
   zx_status_t status;
-  measured_t* m = measure_locked((pid_t)thread->koid, &status);
+  // A thread measured already keeps its smaller ring (bursts of faults may then go uncounted).
+  measured_t* m = measure_locked((pid_t)thread->koid, ZXS_RT_FOLLOWED_RING_PAGES, &status);
   if (m != NULL && m->events.fields == 0) status = ZX_ERR_NOT_SUPPORTED;
   if (status == ZX_OK && m->events.pairs.history == NULL) {
     zxs_rt_events_drain(&m->events);  // what came before is not kept
