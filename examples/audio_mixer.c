@@ -113,7 +113,11 @@ static __attribute__((noinline)) void inject_lock_contention(void) {
   }
 }
 
-static __attribute__((noinline)) void inject_extra_work(void) { spin_cpu(EXTRA_WORK); }
+// More to mix (not a tail call: this frame stays on the stack under spin_cpu).
+static __attribute__((noinline)) void inject_extra_work(void) {
+  spin_cpu(EXTRA_WORK);
+  g_mixed = g_mixed + 1;
+}
 
 // --- The loop -----------------------------------------------------------------------------------
 
