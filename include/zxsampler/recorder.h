@@ -24,9 +24,11 @@
 // report FILE` prints "why this period was late" above the profile of the late period's thread
 // and converts the file like any other profile.
 //
-// Memory: about 2 x window / period samples of ZXS_RECORDER_SLOT_BYTES per CPU (2 s at 1 ms: 2.3
-// MiB per CPU), whatever runs. The recorder uses the one sampler session of the process, so it
-// cannot run beside the profiler (profiler.h) or a session of the program's own.
+// Memory: about 2.25 x window / period samples of ZXS_RECORDER_SLOT_BYTES per CPU (2 s at 1 ms:
+// 2.5 MiB per CPU), whatever runs; and 1 MiB of event ring plus 128 KiB of history per attached
+// thread whose page faults and lock contentions are timed. The recorder uses the one sampler
+// session of the process, so it cannot run beside the profiler (profiler.h) or a session of the
+// program's own.
 //
 // zxs_trace_alert(), zxs_deadline_begin() and zxs_deadline_end() are made for real-time threads:
 // they never block, allocate or take a lock, and are async-signal-safe. The others are not
@@ -61,7 +63,8 @@ typedef struct zxs_recorder_options {
 // Starts the recorder: creates the session (with the debug resource), attaches the calling
 // thread unless options->dont_attach_caller, starts sampling and the library's writer thread.
 //   ZX_ERR_INVALID_ARGS   a reserved field is not zero; period below ZX_SAMPLER_MIN_PERIOD;
-//                         window or alert_interval negative; output_dir too long (PATH_MAX).
+//                         window or alert_interval negative; output_dir too long (PATH_MAX);
+//                         a window whose buffers would exceed 1 GiB per CPU.
 //   ZX_ERR_BAD_STATE      the recorder is already running.
 //   ZX_ERR_ALREADY_EXISTS the process holds another sampler session (the profiler's, its own).
 //   ZX_ERR_NO_RESOURCES   the writer thread could not be started.
@@ -110,9 +113,10 @@ ZXS_API void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget);
 // budget, and then raises an alert named d->name as zxs_trace_alert() does (rate limit included;
 // nothing is written while the recorder is not running) carrying the period's breakdown: wall
 // time, budget, and the deltas of the thread's cpu_time and queue_time (read here) and of its
-// page_fault_time and lock_contention_time (found by the writer thread, ZX_INFO_TASK_RUNTIME's
-// fields as in object.h). Returns false, at the same cost as begin, when the period was on time.
-// Async-signal-safe; never blocks, allocates or locks.
+// page_fault_time and lock_contention_time (found by the writer thread, which keeps the last
+// 0.5 s of them: a longer period counts its last 0.5 s; ZX_INFO_TASK_RUNTIME's fields as in
+// object.h, each only where the host measures it). Returns false, at the same cost as begin, when
+// the period was on time. Async-signal-safe; never blocks, allocates or locks.
 ZXS_API bool zxs_deadline_end(zxs_deadline_t* d);
 
 #ifdef __cplusplus

@@ -80,6 +80,9 @@ typedef struct zxs_prim_thread {
 zx_koid_t zxs_prim_process_koid(void);
 // Describes the calling thread.
 zx_status_t zxs_prim_thread_self(zxs_prim_thread_t* out);
+// [signal-safe] The calling thread's koid alone (what thread_self's `koid` says), without
+// describing its stack: no allocation, no lock (the recorder's alerts on real-time threads).
+zx_koid_t zxs_prim_current_thread_koid(void);
 // Describes another thread, named by the backend's native thread (a pthread_t*).
 zx_status_t zxs_prim_thread_from_native(const void* native, zxs_prim_thread_t* out);
 // False once the thread has exited or is exiting.

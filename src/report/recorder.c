@@ -76,12 +76,6 @@ static uint64_t ticks_of(zx_time_t ns) {
   return (u / 1000000000u) * per_second + (u % 1000000000u) * per_second / 1000000000u;
 }
 
-// [signal-safe] The calling thread's koid, without the handle table.
-static zx_koid_t self_koid(void) {
-  zxs_prim_thread_t self;
-  return zxs_prim_thread_self(&self) == ZX_OK ? self.koid : 0;
-}
-
 // [signal-safe] Rate limit, then a free slot (FILLING, for the caller to fill and publish).
 static zx_status_t claim_slot(zx_time_t at, alert_t** out) {
   if (!atomic_load_explicit(&g_running, memory_order_acquire)) return ZX_ERR_BAD_STATE;
@@ -126,7 +120,7 @@ zx_status_t zxs_trace_alert(const char* name) {
   zx_status_t status = claim_slot(at, &a);
   if (status != ZX_OK) return status;
   copy_name(a->name, name, "alert");
-  a->tid = self_koid();
+  a->tid = zxs_prim_current_thread_koid();
   a->at = at;
   a->has_period = false;
   publish(a);
@@ -147,7 +141,7 @@ bool zxs_deadline_end(zxs_deadline_t* d) {
   alert_t* a;
   if (claim_slot(end, &a) == ZX_OK) {
     copy_name(a->name, d->name, "deadline");
-    a->tid = self_koid();
+    a->tid = zxs_prim_current_thread_koid();
     a->at = end;
     a->has_period = true;
     a->begin = d->begin;

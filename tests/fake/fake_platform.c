@@ -324,6 +324,8 @@ zx_status_t zxs_prim_thread_self(zxs_prim_thread_t* out) {
   return ZX_OK;
 }
 
+zx_koid_t zxs_prim_current_thread_koid(void) { return fake_self_koid(); }
+
 zx_status_t zxs_prim_thread_from_native(const void* native, zxs_prim_thread_t* out) {
   const pthread_t* thread = native;
   zx_status_t status = ZX_ERR_NOT_SUPPORTED;

@@ -503,8 +503,9 @@ zx_status_t zxs_prim_runtime_between(zx_koid_t koid, zx_time_t since, zx_time_t 
   return status;
 }
 
-// The calling thread's schedstat file, for zxs_prim_runtime_self_now(); -1: not open.
-static _Thread_local int t_self_stat_fd = -1;
+// The calling thread's schedstat file, for zxs_prim_runtime_self_now(); -1: not open. Initial-exec:
+// reading it never allocates (a real-time thread reads it).
+static _Thread_local int t_self_stat_fd __attribute__((tls_model("initial-exec"))) = -1;
 
 zx_status_t zxs_prim_runtime_self_prepare(void) {
   if (t_self_stat_fd >= 0) return ZX_OK;
