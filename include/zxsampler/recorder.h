@@ -105,8 +105,9 @@ typedef struct zxs_deadline {
   uint64_t reserved[4];
 } zxs_deadline_t;
 
-// Begins a period that should take at most `budget` ns of wall time. Costs a few microseconds
-// (two system calls; README: measured). Async-signal-safe; never blocks, allocates or locks.
+// Begins a period that should take at most `budget` ns of wall time: reads the thread's CPU and
+// queue time (two system calls on an attached thread; a begin+end pair costs about 2 us here,
+// README). Async-signal-safe; never blocks, allocates or locks.
 ZXS_API void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget);
 
 // Ends the period begun by zxs_deadline_begin(). Returns true when it took longer than its
@@ -115,8 +116,9 @@ ZXS_API void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget);
 // time, budget, and the deltas of the thread's cpu_time and queue_time (read here) and of its
 // page_fault_time and lock_contention_time (found by the writer thread, which keeps the last
 // 0.5 s of them: a longer period counts its last 0.5 s; ZX_INFO_TASK_RUNTIME's fields as in
-// object.h, each only where the host measures it). Returns false, at the same cost as begin, when
-// the period was on time. Async-signal-safe; never blocks, allocates or locks.
+// object.h, each only where the host measures it). Returns false when the period was on time,
+// after one read of the monotonic clock (the CPU and queue times are read only for a late
+// period, just after its end). Async-signal-safe; never blocks, allocates or locks.
 ZXS_API bool zxs_deadline_end(zxs_deadline_t* d);
 
 #ifdef __cplusplus
