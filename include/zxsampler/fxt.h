@@ -32,6 +32,7 @@ ZXS_API size_t zxs_fxt_encode_sample(uint64_t* out, uint64_t ticks, zx_koid_t pr
 #define ZXS_FXT_TYPE_INITIALIZATION 1u
 #define ZXS_FXT_TYPE_STRING 2u
 #define ZXS_FXT_TYPE_THREAD 3u
+#define ZXS_FXT_TYPE_EVENT 4u
 #define ZXS_FXT_TYPE_KERNEL_OBJECT 7u
 #define ZXS_FXT_TYPE_LARGE 15u
 
@@ -134,6 +135,17 @@ typedef struct zxs_fxt_large_blob {
   zxs_fxt_bytes_t payload;
 } zxs_fxt_large_blob_t;
 
+// An event record's fields (its arguments travel separately). Only instant events (event type
+// ZXS_FXT_EVENT_INSTANT: a moment, no duration) are written and decoded by this library.
+#define ZXS_FXT_EVENT_INSTANT 0u
+typedef struct zxs_fxt_event {
+  uint32_t event_type;  // ZXS_FXT_EVENT_INSTANT
+  uint64_t ticks;
+  zxs_fxt_thread_ref_t thread;
+  zxs_fxt_str_ref_t category;
+  zxs_fxt_str_ref_t name;
+} zxs_fxt_event_t;
+
 // --- Writer (trace files) --------------------------------------------------------------------
 //
 // Appends records to a growable buffer. Appends allocate, so they are not async-signal-safe; a
@@ -204,6 +216,13 @@ ZXS_API zx_status_t zxs_fxt_write_large_blob(zxs_fxt_buf_t* buf, const zxs_fxt_l
 // its ticks and thread are ignored. ZX_ERR_INVALID_ARGS: a bad string ref or size.
 ZXS_API zx_status_t zxs_fxt_write_attachment(zxs_fxt_buf_t* buf, const zxs_fxt_large_blob_t* blob);
 
+// Appends an instant event record (event type ZXS_FXT_EVENT_INSTANT whatever event->event_type
+// says): timestamp, thread (inline koids for index 0), category, name, arguments.
+// ZX_ERR_INVALID_ARGS: thread index > 255, more than 15 arguments, a bad string ref or argument,
+// or the record over 4095 words.
+ZXS_API zx_status_t zxs_fxt_write_instant_event(zxs_fxt_buf_t* buf, const zxs_fxt_event_t* event,
+                                                const zxs_fxt_arg_t* args, size_t num_args);
+
 // --- Reader ------------------------------------------------------------------------------------
 //
 // Decoded records point into the input, which must outlive them. Input may be any bytes, at
@@ -229,6 +248,10 @@ typedef enum zxs_fxt_record_kind {
   ZXS_FXT_RECORD_KERNEL_OBJECT,     // kernel_object, args
   ZXS_FXT_RECORD_LARGE_BLOB,        // blob (with metadata), args
   ZXS_FXT_RECORD_ATTACHMENT,        // blob (without metadata: category, name, payload)
+  // event, args: an instant event. Events of other types, and an instant event whose fields
+  // overrun its record or name a table entry never defined, are ZXS_FXT_RECORD_OTHER (skipped by
+  // their size, as readers skip events they do not understand).
+  ZXS_FXT_RECORD_EVENT,
 } zxs_fxt_record_kind_t;
 
 typedef struct zxs_fxt_provider {
@@ -250,6 +273,7 @@ typedef struct zxs_fxt_record {
     zxs_fxt_thread_ref_t thread;
     zxs_fxt_kernel_object_t kernel_object;
     zxs_fxt_large_blob_t blob;
+    zxs_fxt_event_t event;
   };
   size_t num_args;
   zxs_fxt_arg_t args[ZXS_FXT_MAX_ARGS];

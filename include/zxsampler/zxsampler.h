@@ -7,6 +7,7 @@
 #include <zxsampler/object.h>
 #include <zxsampler/perfmon.h>
 #include <zxsampler/profiler.h>
+#include <zxsampler/recorder.h>
 #include <zxsampler/sampler.h>
 #include <zxsampler/types.h>
 #include <zxsampler/version.h>

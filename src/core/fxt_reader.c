@@ -293,6 +293,36 @@ static bool take_metadata(decoder_t* d, uint64_t h, zxs_fxt_record_t* rec) {
   }
 }
 
+// An instant event; anything else of type 4, or one that does not decode, stays OTHER.
+static bool take_event(decoder_t* d, uint64_t h, zxs_fxt_record_t* rec) {
+  if (((h >> 16) & 0xfu) != ZXS_FXT_EVENT_INSTANT) {
+    return true;
+  }
+  zxs_fxt_error_t scratch;  // a failure here is not the input's: the record is skipped
+  decoder_t e = *d;
+  e.err = &scratch;
+  zxs_fxt_event_t* ev = &rec->event;
+  const uint32_t thread = (uint32_t)((h >> 24) & 0xffu);
+  bool ok = take_word(&e, &ev->ticks, "timestamp");
+  if (ok && thread == 0) {
+    ok = take_word(&e, &ev->thread.process_koid, "process koid") &&
+         take_word(&e, &ev->thread.thread_koid, "thread koid");
+  } else if (ok) {
+    ok = resolve_thread(&e, thread, &ev->thread);
+  }
+  ok = ok && take_str(&e, (uint32_t)((h >> 32) & 0xffffu), &ev->category, "category") &&
+       take_str(&e, (uint32_t)((h >> 48) & 0xffffu), &ev->name, "name") &&
+       take_args(&e, (size_t)((h >> 20) & 0xfu), rec);
+  if (!ok) {
+    memset(ev, 0, sizeof(*ev));
+    rec->num_args = 0;
+    return true;
+  }
+  ev->event_type = ZXS_FXT_EVENT_INSTANT;
+  rec->kind = ZXS_FXT_RECORD_EVENT;
+  return true;
+}
+
 // Decodes the record of `words` words at `p` (bounds already checked against the input).
 static bool decode(const uint8_t* p, size_t words, size_t offset,
                    const struct zxs_fxt_tables* tables, zxs_fxt_record_t* rec,
@@ -345,6 +375,8 @@ static bool decode(const uint8_t* p, size_t words, size_t offset,
       }
       rec->kind = ZXS_FXT_RECORD_THREAD;
       return true;
+    case ZXS_FXT_TYPE_EVENT:
+      return take_event(&d, h, rec);
     case ZXS_FXT_TYPE_KERNEL_OBJECT:
       rec->kernel_object.obj_type = (zx_obj_type_t)((h >> 16) & 0xffu);
       if (!take_word(&d, &rec->kernel_object.koid, "koid") ||

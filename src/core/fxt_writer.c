@@ -366,6 +366,42 @@ zx_status_t zxs_fxt_write_kernel_object(zxs_fxt_buf_t* buf, const zxs_fxt_kernel
   return ZX_OK;
 }
 
+zx_status_t zxs_fxt_write_instant_event(zxs_fxt_buf_t* buf, const zxs_fxt_event_t* event,
+                                        const zxs_fxt_arg_t* args, size_t num_args) {
+  if (buf->status != ZX_OK) {
+    return buf->status;
+  }
+  uint16_t category_field = 0, name_field = 0;
+  size_t category_words = 0, name_words = 0, arg_total = 0;
+  if (event == NULL || event->thread.index > ZXS_FXT_MAX_THREAD_INDEX ||
+      !encode_str(&event->category, &category_field, &category_words) ||
+      !encode_str(&event->name, &name_field, &name_words) ||
+      !args_words(args, num_args, &arg_total)) {
+    return fail(buf, ZX_ERR_INVALID_ARGS);
+  }
+  const size_t thread_words = event->thread.index == 0 ? 2 : 0;
+  const size_t words = 2 + thread_words + category_words + name_words + arg_total;
+  if (words > ZXS_FXT_MAX_RECORD_WORDS) {
+    return fail(buf, ZX_ERR_INVALID_ARGS);
+  }
+  uint8_t* p = reserve(buf, words);
+  if (p == NULL) {
+    return buf->status;
+  }
+  put_word(&p, header(ZXS_FXT_TYPE_EVENT, words) | ((uint64_t)ZXS_FXT_EVENT_INSTANT << 16) |
+                   ((uint64_t)num_args << 20) | ((uint64_t)event->thread.index << 24) |
+                   ((uint64_t)category_field << 32) | ((uint64_t)name_field << 48));
+  put_word(&p, event->ticks);
+  if (event->thread.index == 0) {
+    put_word(&p, event->thread.process_koid);
+    put_word(&p, event->thread.thread_koid);
+  }
+  put_str(&p, &event->category);
+  put_str(&p, &event->name);
+  put_args(&p, args, num_args);
+  return ZX_OK;
+}
+
 // Validates what both Large BLOB formats share: category, name, payload.
 static bool blob_common(const zxs_fxt_large_blob_t* blob, uint16_t* category, uint16_t* name,
                         uint64_t* words) {

@@ -37,6 +37,7 @@ void zxs_percpu_setup(zxs_percpu_t* cpu, uint8_t* base, size_t size, uint32_t se
   // every writer that gets in. `state` is not touched: its counts belong to the protocol.
   cpu->base = base;
   cpu->size = size;
+  cpu->ring_slots = 0;
   atomic_store_explicit(&cpu->reserved, 0, memory_order_relaxed);
   atomic_store_explicit(&cpu->full, false, memory_order_relaxed);
   atomic_store_explicit(&cpu->fill_end, UINT64_MAX, memory_order_relaxed);
@@ -52,6 +53,7 @@ void zxs_percpu_release(zxs_percpu_t* cpu) {
   atomic_store_explicit(&cpu->session_gen, 0, memory_order_relaxed);
   cpu->base = NULL;
   cpu->size = 0;
+  cpu->ring_slots = 0;
 }
 
 void zxs_percpu_reopen(zxs_percpu_t* cpu) {

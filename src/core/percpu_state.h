@@ -31,6 +31,10 @@ typedef struct zxs_percpu {
   _Atomic uint64_t fill_end;     // where the data ended when it filled; UINT64_MAX: not full
   uint8_t* base;                 // region; changed only while no writer can be in flight
   size_t size;
+  // Non-zero: the region is a ring of this many slots that keeps the latest samples, overwriting
+  // the oldest (percpu_ring.h); `reserved` then counts the tickets handed out. 0: records follow
+  // each other until the region is full, as the kernel writes them.
+  size_t ring_slots;
   // Counters since setup (relaxed).
   _Atomic uint64_t written;
   _Atomic uint64_t dropped_full;

@@ -80,6 +80,9 @@ typedef struct zxs_prim_thread {
 zx_koid_t zxs_prim_process_koid(void);
 // Describes the calling thread.
 zx_status_t zxs_prim_thread_self(zxs_prim_thread_t* out);
+// [signal-safe] The calling thread's koid alone (what thread_self's `koid` says), without
+// describing its stack: no allocation, no lock (the recorder's alerts on real-time threads).
+zx_koid_t zxs_prim_current_thread_koid(void);
 // Describes another thread, named by the backend's native thread (a pthread_t*).
 zx_status_t zxs_prim_thread_from_native(const void* native, zxs_prim_thread_t* out);
 // False once the thread has exited or is exiting.
@@ -113,6 +116,23 @@ zx_status_t zxs_prim_runtime_measure(const zxs_prim_thread_t* thread);
 zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out);
 // The process: every live thread (each begins to be measured) and every exited thread it knows.
 zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out);
+
+// For the flight recorder's deadlines (recorder.h). Measures `thread` and, from now on, keeps
+// where its page-fault and lock-contention time fell in time, for runtime_between. Idempotent.
+// ZX_ERR_NOT_SUPPORTED when neither is measured for it; ZX_ERR_BAD_STATE it has exited.
+zx_status_t zxs_prim_runtime_keep_history(const zxs_prim_thread_t* thread);
+// The page-fault and lock-contention time of thread `koid` (kept by runtime_keep_history) that
+// fell in [since, until] (monotonic ns), asked soon after `until` (the history is short: Linux
+// keeps 0.5 s); `fields` says which were measured. ZX_ERR_NOT_FOUND: no history of it.
+zx_status_t zxs_prim_runtime_between(zx_koid_t koid, zx_time_t since, zx_time_t until,
+                                     zxs_prim_runtime_t* out);
+// Prepares the calling thread for runtime_self_now (opens what it reads). ZX_ERR_NOT_SUPPORTED
+// when its queue time cannot be read.
+zx_status_t zxs_prim_runtime_self_prepare(void);
+// [real-time safe: no lock, no allocation, no waiting] The calling thread's CPU time and run-queue
+// time so far (ns); returns which it read (ZXS_TASK_RUNTIME_CPU_TIME, _QUEUE_TIME: the latter
+// once runtime_self_prepare succeeded on the thread).
+uint32_t zxs_prim_runtime_self_now(int64_t* cpu_time, int64_t* queue_time);
 
 // --- Sampling sources -------------------------------------------------------------------------
 // A source interrupts one attached thread about once per `period` of that thread's CPU time and

@@ -4,6 +4,8 @@
 #include <zxsampler/fxt.h>
 #include <zxsampler/sampler.h>
 
+#include "percpu_ring.h"
+
 static void count(_Atomic uint64_t* counter) {
   // Relaxed: statistics. Bumped before end_write, so a reader after stop sees final values.
   atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
@@ -27,6 +29,13 @@ zxs_write_result_t zxs_sample_write(zxs_percpu_t* cpu, uint32_t session_gen, uin
     // A CPU that was offline when the session was created has no region.
     count(&cpu->dropped_other);
     result = ZXS_WRITE_NO_REGION;
+  } else if (cpu->ring_slots != 0) {
+    // The recorder's ring: encoded on the stack, then copied into a slot under its seqlock.
+    uint64_t record[ZXS_RING_SLOT_WORDS - 1];
+    const size_t words = zxs_fxt_encode_sample(record, ticks, pid, tid, pcs, n);
+    const bool put = zxs_percpu_ring_put(cpu, record, words);
+    count(put ? &cpu->written : &cpu->dropped_other);
+    result = put ? ZXS_WRITE_OK : ZXS_WRITE_BUSY;
   } else {
     uint8_t* record = zxs_percpu_reserve(cpu, ZXS_FXT_SAMPLE_WORDS(n) * sizeof(uint64_t));
     if (record == NULL) {

@@ -33,6 +33,7 @@ zxs_percpu_t* zxs_percpu_states(uint32_t* count) {
       atomic_init(&s->fill_end, UINT64_MAX);
       s->base = NULL;
       s->size = 0;
+      s->ring_slots = 0;
       atomic_init(&s->written, 0);
       atomic_init(&s->dropped_full, 0);
       atomic_init(&s->dropped_other, 0);

@@ -12,8 +12,10 @@
 #include "config.h"
 #include "handle_table.h"
 #include "objects.h"
+#include "percpu_ring.h"
 #include "percpu_state.h"
 #include "platform.h"
+#include "ring_session.h"
 #include "task_runtime.h"
 #include "thread_table.h"
 #include "vmo.h"
@@ -29,6 +31,7 @@ typedef struct zxs_session {
   uint32_t gen;
   session_state_t state;
   zx_sampler_config_t config;
+  size_t ring_slots;  // per region; 0: not a ring session (ring_session.h)
   uint32_t region_count;
   uint32_t* cpus;  // CPU number of each region
   zxs_prim_region_t* regions;
@@ -208,8 +211,9 @@ void zxs_core_register_atfork(void) {
 
 // --- Create -----------------------------------------------------------------------------------
 
-// Allocates the session and its regions; g_lock held.
-static zx_status_t new_session(const zx_sampler_config_t* config, zxs_session_t** out) {
+// Allocates the session and its regions (rings of `ring_slots` slots when not 0); g_lock held.
+static zx_status_t new_session(const zx_sampler_config_t* config, size_t ring_slots,
+                               zxs_session_t** out) {
   zxs_prim_caps_t caps;
   zxs_prim_get_caps(&caps);
   uint32_t count;
@@ -236,7 +240,8 @@ static zx_status_t new_session(const zx_sampler_config_t* config, zxs_session_t*
     free_session_memory(s);
     return ZX_ERR_NO_MEMORY;
   }
-  const size_t size = zxs_round_up_to_page(config->buffer_size, caps.page_size);
+  const size_t size = zxs_round_up_to_page(
+      ring_slots != 0 ? ring_slots * ZXS_RING_SLOT_BYTES : config->buffer_size, caps.page_size);
   for (uint32_t i = 0; i < s->region_count; i++) {
     status = zxs_prim_region_create(size, &s->regions[i]);
     if (status != ZX_OK) {  // the backend's status: NO_MEMORY, NO_RESOURCES (descriptors)...
@@ -249,17 +254,45 @@ static zx_status_t new_session(const zx_sampler_config_t* config, zxs_session_t*
   s->gen = ++g_last_gen;
   if (s->gen == 0) s->gen = ++g_last_gen;  // 0 means "no session" in the per-CPU states
   s->config = *config;
+  s->ring_slots = ring_slots;
   s->state = SESSION_CONFIGURED;
   zxs_object_init(&s->base, ZX_OBJ_TYPE_IOB, zxs_koid_next(), &g_session_ops);
   // CPUs that were offline get no region but take part all the same, so a sample taken on one
   // that comes online later is counted as dropped rather than lost silently.
   for (uint32_t cpu = 0; cpu < count; cpu++) zxs_percpu_setup(&states[cpu], NULL, 0, s->gen);
   for (uint32_t i = 0; i < s->region_count; i++) {
-    // The kernel writes up to buffer_size, not to the page-rounded end of the region.
-    zxs_percpu_setup(&states[s->cpus[i]], s->regions[i].base, config->buffer_size, s->gen);
+    if (ring_slots != 0) {
+      zxs_percpu_setup_ring(&states[s->cpus[i]], s->regions[i].base, ring_slots, s->gen);
+    } else {
+      // The kernel writes up to buffer_size, not to the page-rounded end of the region.
+      zxs_percpu_setup(&states[s->cpus[i]], s->regions[i].base, config->buffer_size, s->gen);
+    }
   }
   *out = s;
   return ZX_OK;
+}
+
+// zxs_sampler_create() after its checks, for either discipline.
+static zx_status_t create_session(const zx_sampler_config_t* config, size_t ring_slots,
+                                  zx_handle_t* iob_out) {
+  pthread_mutex_lock(&g_lock);
+  if (g_live != NULL) {
+    pthread_mutex_unlock(&g_lock);
+    return ZX_ERR_ALREADY_EXISTS;
+  }
+  zxs_session_t* s;
+  zx_status_t status = new_session(config, ring_slots, &s);
+  if (status == ZX_OK) g_live = s;
+  pthread_mutex_unlock(&g_lock);
+  if (status != ZX_OK) return status;
+
+  status = zxs_handle_make(&s->base, IOB_RIGHTS, iob_out);
+  if (status != ZX_OK) {
+    // No handle was made, so no close will tear it down and free it: do both here.
+    session_on_last_handle(&s->base);
+    session_destroy(&s->base);
+  }
+  return status;
 }
 
 zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
@@ -275,24 +308,38 @@ zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
   status = zxs_config_validate(config, config_size);
   if (status != ZX_OK) return status;
   if (iob_out == NULL) return ZX_ERR_INVALID_ARGS;
+  return create_session(config, 0, iob_out);
+}
 
-  pthread_mutex_lock(&g_lock);
-  if (g_live != NULL) {
-    pthread_mutex_unlock(&g_lock);
-    return ZX_ERR_ALREADY_EXISTS;
-  }
-  zxs_session_t* s;
-  status = new_session(config, &s);
-  if (status == ZX_OK) g_live = s;
-  pthread_mutex_unlock(&g_lock);
+zx_status_t zxs_sampler_create_ring(zx_handle_t rsrc, const zx_sampler_config_t* config,
+                                    size_t slots_per_cpu, zx_handle_t* iob_out) {
+  if (iob_out != NULL) *iob_out = ZX_HANDLE_INVALID;
+  zx_status_t status = zxs_sampler_check_enabled();
   if (status != ZX_OK) return status;
-
-  status = zxs_handle_make(&s->base, IOB_RIGHTS, iob_out);
-  if (status != ZX_OK) {
-    // No handle was made, so no close will tear it down and free it: do both here.
-    session_on_last_handle(&s->base);
-    session_destroy(&s->base);
+  zxs_core_register_atfork();
+  status = zxs_check_debug_resource(rsrc);
+  if (status != ZX_OK) return status;
+  status = zxs_config_validate(config, sizeof(*config));
+  if (status != ZX_OK) return status;
+  if (iob_out == NULL || slots_per_cpu == 0 ||
+      slots_per_cpu > ZX_SAMPLER_MAX_BUFFER_SIZE / ZXS_RING_SLOT_BYTES) {
+    return ZX_ERR_INVALID_ARGS;
   }
+  return create_session(config, slots_per_cpu, iob_out);
+}
+
+zx_status_t zxs_sampler_ring_copy(zx_handle_t iob, zx_time_t since, zx_time_t until,
+                                  zxs_fxt_buf_t* out) {
+  zxs_session_t* s;
+  zx_status_t status = lock_session(iob, ZX_RIGHT_READ, &s);
+  if (status != ZX_OK) return status;
+  if (s->ring_slots == 0) status = ZX_ERR_BAD_STATE;
+  for (uint32_t i = 0; status == ZX_OK && i < s->region_count; i++) {
+    // The regions live until the last handle closes, which waits for this lock.
+    status = zxs_percpu_ring_copy(s->regions[i].base, s->ring_slots, (uint64_t)since,
+                                  (uint64_t)until, out);
+  }
+  unlock_session(s);
   return status;
 }
 
@@ -493,6 +540,10 @@ zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, size_t vm
   zxs_session_t* s;
   status = lock_session(iob, ZX_RIGHT_MAP | ZX_RIGHT_READ, &s);
   if (status != ZX_OK) return status;
+  if (s->ring_slots != 0) {  // slots, not a stream of records: read with zxs_sampler_ring_copy
+    unlock_session(s);
+    return ZX_ERR_NOT_SUPPORTED;
+  }
   // No such region: an empty one, so the option checks still come first (then OUT_OF_RANGE).
   static const zxs_prim_region_t no_region = {.base = NULL, .size = 0, .native = -1};
   status = zxs_map_region(region_index < s->region_count ? &s->regions[region_index] : &no_region,

@@ -60,8 +60,19 @@ static void write_plain(FILE* out, const char* s) {
   }
 }
 
-// One table over the samples of thread `tid` (all samples when all_threads).
-static bool write_table(top_state_t* st, bool all_threads, zx_koid_t tid, size_t max_rows,
+// Which samples a table counts: all, or those of one thread, within [since, until] ticks.
+typedef struct sample_filter {
+  bool all_threads;
+  zx_koid_t tid;
+  uint64_t since, until;
+} sample_filter_t;
+
+static bool sample_in(const sample_filter_t* f, const zxs_profile_sample_t* s) {
+  return (f->all_threads || s->tid == f->tid) && s->ticks >= f->since && s->ticks <= f->until;
+}
+
+// One table over the samples `filter` lets through.
+static bool write_table(top_state_t* st, const sample_filter_t* filter, size_t max_rows,
                         FILE* out) {
   const zxs_profile_t* p = st->profile;
   size_t labels = st->labels.count;
@@ -71,8 +82,8 @@ static bool write_table(top_state_t* st, bool all_threads, zx_koid_t tid, size_t
   uint64_t samples = 0;
   for (size_t i = 0; i < p->sample_count; i++) {
     const zxs_profile_sample_t* s = &p->samples[i];
-    if ((!all_threads && s->tid != tid) || s->depth == 0) {
-      if (all_threads || s->tid == tid) samples++;  // counted, but names no function
+    if (!sample_in(filter, s) || s->depth == 0) {
+      if (sample_in(filter, s)) samples++;  // counted, but names no function
       continue;
     }
     samples++;
@@ -387,6 +398,92 @@ static int64_t intern_label(top_state_t* st, uint32_t location) {
   return intern_built(st, &label);
 }
 
+// --- Recorder alerts ------------------------------------------------------------------------
+
+typedef struct share {
+  const char* name;
+  const char* note;
+  uint64_t ns;
+} share_t;
+
+static int compare_shares(const void* a, const void* b) {
+  const share_t* x = a;
+  const share_t* y = b;
+  return x->ns != y->ns ? (x->ns > y->ns ? -1 : 1) : strcmp(x->name, y->name);
+}
+
+// Where a late period's wall time went, largest share first. Page faults run on the CPU, so the
+// CPU row is the rest of the running time; what no field explains is the thread's own sleeping
+// or blocking elsewhere.
+static void write_breakdown(const zxs_profile_alert_t* a, FILE* out) {
+  share_t rows[5];
+  size_t n = 0;
+  const uint64_t fault = a->fields & ZXS_PROFILE_ALERT_FAULT ? a->page_fault_time : 0;
+  uint64_t accounted = 0;
+  if (a->fields & ZXS_PROFILE_ALERT_FAULT) {
+    rows[n++] = (share_t){"page_fault_time", "handling page faults", fault};
+  }
+  if (a->fields & ZXS_PROFILE_ALERT_LOCK) {
+    rows[n++] =
+        (share_t){"lock_contention_time", "blocked on kernel locks", a->lock_contention_time};
+    accounted += a->lock_contention_time;
+  }
+  if (a->fields & ZXS_PROFILE_ALERT_QUEUE) {
+    rows[n++] = (share_t){"queue_time", "ready, waiting for a CPU", a->queue_time};
+    accounted += a->queue_time;
+  }
+  if (a->fields & ZXS_PROFILE_ALERT_CPU) {
+    const uint64_t other = a->cpu_time > fault ? a->cpu_time - fault : 0;
+    rows[n++] =
+        (share_t){"cpu_time", fault != 0 ? "running, page faults excluded" : "running", other};
+    accounted += a->cpu_time > fault ? a->cpu_time : fault;
+  } else {
+    accounted += fault;
+  }
+  if (a->wall > accounted) {
+    rows[n++] =
+        (share_t){"other", "none of the above: asleep or blocked otherwise", a->wall - accounted};
+  }
+  qsort(rows, n, sizeof(rows[0]), compare_shares);
+  for (size_t i = 0; i < n; i++) {
+    fprintf(out, "  %-22s %9.3f ms ", rows[i].name, (double)rows[i].ns / 1e6);
+    write_percent(out, rows[i].ns, a->wall, 7);
+    fprintf(out, "  %s\n", rows[i].note);
+  }
+}
+
+// An alert: why the period was late, then the profile of its thread over the late period (the
+// whole window for an alert without a period).
+static bool write_alert(top_state_t* st, const zxs_profile_alert_t* a,
+                        const zxs_thread_index_t* names, size_t max_rows, FILE* out) {
+  const char* thread = zxs_thread_index_name(names, a->tid);
+  const bool period = (a->fields & ZXS_PROFILE_ALERT_WALL) != 0;
+  fputs(period ? "Why this period was late: " : "Alert: ", out);
+  write_plain(out, a->name);
+  fputs(" on thread ", out);
+  write_plain(out, thread != NULL && thread[0] != '\0' ? thread : "unknown");
+  fprintf(out, " (tid %" PRIu64 ")", a->tid);
+  if (period) {
+    fprintf(out, ": %.3f ms", (double)a->wall / 1e6);
+    if (a->fields & ZXS_PROFILE_ALERT_BUDGET) {
+      fprintf(out, " for a budget of %.3f ms", (double)a->budget / 1e6);
+    }
+  }
+  fputs("\n", out);
+  if (period) write_breakdown(a, out);
+  // The period in the trace's ticks: it ended at the alert.
+  const uint64_t tps = st->profile->ticks_per_second;
+  const uint64_t wall_ticks = (uint64_t)((double)a->wall * (double)tps / 1e9);
+  sample_filter_t late = {.tid = a->tid,
+                          .since = period && a->ticks > wall_ticks ? a->ticks - wall_ticks : 0,
+                          .until = period ? a->ticks : UINT64_MAX};
+  fprintf(out, "\nThread %" PRIu64 ", %s:\n", a->tid,
+          period ? "the late period" : "the whole window");
+  if (!write_table(st, &late, max_rows, out)) return false;
+  fputs("\n", out);
+  return true;
+}
+
 zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32_t flags,
                            FILE* out) {
   zx_status_t status = zxs_export_check(profile, out);
@@ -430,7 +527,12 @@ zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32
   }
 
   write_header(profile, thread_count, out);
-  if (!write_table(&st, true, 0, max_rows, out)) {
+  for (size_t i = 0; i < profile->alert_count; i++) {
+    if (!write_alert(&st, &profile->alerts[i], &names, max_rows, out)) goto done;
+  }
+  const sample_filter_t all = {.all_threads = true, .until = UINT64_MAX};
+  if (profile->alert_count > 0) fputs("All threads, the whole window:\n", out);
+  if (!write_table(&st, &all, max_rows, out)) {
     goto done;
   }
   if (flags & ZXS_EXPORT_TOP_PER_THREAD) {
@@ -445,7 +547,8 @@ zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32
               threads[i].samples == 1 ? "" : "s");
       write_percent(out, threads[i].samples, profile->sample_count, 0);
       fputs(" of all)\n", out);
-      if (!write_table(&st, false, threads[i].tid, max_rows, out)) {
+      const sample_filter_t one = {.tid = threads[i].tid, .until = UINT64_MAX};
+      if (!write_table(&st, &one, max_rows, out)) {
         goto done;
       }
     }

@@ -32,6 +32,7 @@ void zxs_profile_free(zxs_profile_t* profile) {
   free(profile->samples);
   free(profile->frames);
   free(profile->inline_frames);
+  free(profile->alerts);
   memset(profile, 0, sizeof(*profile));
 }
 

@@ -82,6 +82,22 @@ typedef struct zxs_profile_thread {
   zxs_profile_runtime_t runtime;
 } zxs_profile_thread_t;
 
+// A recorder alert (recorder.h): when, on which thread, and, for a late period, its breakdown
+// in ns; `fields` says which values the trace holds (an absent one was not measured).
+#define ZXS_PROFILE_ALERT_WALL (1u << 0)
+#define ZXS_PROFILE_ALERT_BUDGET (1u << 1)
+#define ZXS_PROFILE_ALERT_CPU (1u << 2)
+#define ZXS_PROFILE_ALERT_QUEUE (1u << 3)
+#define ZXS_PROFILE_ALERT_FAULT (1u << 4)
+#define ZXS_PROFILE_ALERT_LOCK (1u << 5)
+typedef struct zxs_profile_alert {
+  const char* name;
+  zx_koid_t pid, tid;
+  uint64_t ticks;  // the alert, or the end of the late period
+  uint32_t fields;
+  uint64_t wall, budget, cpu_time, queue_time, page_fault_time, lock_contention_time;
+} zxs_profile_alert_t;
+
 typedef struct zxs_profile_sample {
   zx_koid_t pid;
   zx_koid_t tid;
@@ -119,6 +135,8 @@ typedef struct zxs_profile {
   size_t frame_count;
   zxs_profile_inline_frame_t* inline_frames;  // see zxs_profile_location_t
   size_t inline_frame_count;
+  zxs_profile_alert_t* alerts;  // in the order of the trace
+  size_t alert_count;
   void* strings;  // zxs_profile_strdup()'s allocations (a chain)
 } zxs_profile_t;
 

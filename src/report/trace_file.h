@@ -8,6 +8,7 @@
 //   loaded modules as symbolizer markup ({{{module:...}}} and {{{mmap:...}}} lines, each mmap
 //   line followed by a "file_offset:0x..." line; traces written before that line existed lack
 //   it, and their readers derive the offsets);
+//   in a recorder's alert trace, the alert's instant event (see ZXS_TRACE_ALERT_CATEGORY);
 //   then every sample record of every region, as the sampler wrote them (zero tails dropped).
 #ifndef ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_
 #define ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_
@@ -77,6 +78,24 @@ zx_status_t zxs_trace_write_vdso(zxs_fxt_buf_t* buf);
 // modules loaded now. Statuses: the handle's, ZX_ERR_NO_MEMORY, ZX_ERR_IO (stream error),
 // ZX_ERR_IO_DATA_INTEGRITY (a region holds malformed data).
 zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE* out);
+
+// Writes a trace file of this process from sample records already copied out of a session
+// (`samples`, whole records): the head as above, with a thread object for each thread of the
+// samples and for `extra_tid` (0: none), the modules loaded now, then `events` (whole records;
+// NULL: none), then the samples. Statuses: a buffer's failure, ZX_ERR_NO_MEMORY, ZX_ERR_IO.
+zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_buf_t* events,
+                                    zx_koid_t extra_tid, zx_duration_t period, FILE* out);
+
+// Recorder alerts (recorder.h): an instant event of this category, named after the alert, on the
+// late thread, with the breakdown of the late period as uint64 arguments in ns (an absent one was
+// not measured): wall time, budget, and the deltas of the four task runtime fields.
+#define ZXS_TRACE_ALERT_CATEGORY "alert"
+#define ZXS_TRACE_ALERT_WALL_ARG "wall"
+#define ZXS_TRACE_ALERT_BUDGET_ARG "budget"
+#define ZXS_TRACE_ALERT_CPU_ARG "cpu_time"
+#define ZXS_TRACE_ALERT_QUEUE_ARG "queue_time"
+#define ZXS_TRACE_ALERT_FAULT_ARG "page_fault_time"
+#define ZXS_TRACE_ALERT_LOCK_ARG "lock_contention_time"
 
 // Reads a trace file into a profile and symbolizes every location from the module files on
 // this machine (a module whose file is missing or has another build ID stays unsymbolized).

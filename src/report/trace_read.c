@@ -596,6 +596,44 @@ static void read_thread_runtime(const zxs_fxt_record_t* rec, zxs_profile_runtime
   }
 }
 
+// A recorder alert: its instant event and the breakdown in its arguments.
+static zx_status_t read_alert(zxs_profile_t* p, const zxs_fxt_record_t* rec) {
+  static const struct {
+    const char* name;
+    uint32_t field;
+    size_t offset;
+  } kArgs[] = {
+      {ZXS_TRACE_ALERT_WALL_ARG, ZXS_PROFILE_ALERT_WALL, offsetof(zxs_profile_alert_t, wall)},
+      {ZXS_TRACE_ALERT_BUDGET_ARG, ZXS_PROFILE_ALERT_BUDGET, offsetof(zxs_profile_alert_t, budget)},
+      {ZXS_TRACE_ALERT_CPU_ARG, ZXS_PROFILE_ALERT_CPU, offsetof(zxs_profile_alert_t, cpu_time)},
+      {ZXS_TRACE_ALERT_QUEUE_ARG, ZXS_PROFILE_ALERT_QUEUE,
+       offsetof(zxs_profile_alert_t, queue_time)},
+      {ZXS_TRACE_ALERT_FAULT_ARG, ZXS_PROFILE_ALERT_FAULT,
+       offsetof(zxs_profile_alert_t, page_fault_time)},
+      {ZXS_TRACE_ALERT_LOCK_ARG, ZXS_PROFILE_ALERT_LOCK,
+       offsetof(zxs_profile_alert_t, lock_contention_time)},
+  };
+  zxs_profile_alert_t alert = {.pid = rec->event.thread.process_koid,
+                               .tid = rec->event.thread.thread_koid,
+                               .ticks = rec->event.ticks};
+  for (size_t i = 0; i < rec->num_args; i++) {
+    const zxs_fxt_arg_t* arg = &rec->args[i];
+    if (arg->type != ZXS_FXT_ARG_UINT64) continue;
+    for (size_t k = 0; k < sizeof(kArgs) / sizeof(kArgs[0]); k++) {
+      if (!str_is(&arg->name, kArgs[k].name)) continue;
+      memcpy((uint8_t*)&alert + kArgs[k].offset, &arg->u64, sizeof(uint64_t));
+      alert.fields |= kArgs[k].field;
+    }
+  }
+  zx_status_t status = copy_name(p, &rec->event.name, &alert.name);
+  if (status != ZX_OK) return status;
+  zxs_profile_alert_t* grown = realloc(p->alerts, (p->alert_count + 1) * sizeof(*grown));
+  if (grown == NULL) return ZX_ERR_NO_MEMORY;
+  p->alerts = grown;
+  p->alerts[p->alert_count++] = alert;
+  return ZX_OK;
+}
+
 static zx_status_t read_process(builder_t* b, const zxs_fxt_record_t* rec) {
   zxs_profile_t* p = b->profile;
   const size_t index = find_process(b, rec->kernel_object.koid);
@@ -688,6 +726,8 @@ static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
         return read_modules(b, rec->blob.thread.process_koid, &rec->blob.payload);
       }
       return ZX_OK;
+    case ZXS_FXT_RECORD_EVENT:
+      return str_is(&rec->event.category, ZXS_TRACE_ALERT_CATEGORY) ? read_alert(p, rec) : ZX_OK;
     default:
       return ZX_OK;
   }

@@ -93,6 +93,46 @@ zx_status_t zxs_trace_write_vdso(zxs_fxt_buf_t* buf) {
   return status;
 }
 
+// The threads of the sample records in `samples` (whole records, checked by the caller).
+static void add_sample_tids(const zxs_fxt_buf_t* samples, tid_set_t* tids) {
+  zxs_fxt_region_iter_t it;
+  zxs_fxt_record_t rec;
+  zxs_fxt_region_iter_init(&it, samples->data, samples->len);
+  while (zxs_fxt_region_next(&it, &rec)) {
+    if (rec.kind == ZXS_FXT_RECORD_LARGE_BLOB) tid_set_add(tids, rec.blob.thread.thread_koid);
+  }
+}
+
+zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_buf_t* events,
+                                    zx_koid_t extra_tid, zx_duration_t period, FILE* out) {
+  tid_set_t* tids = calloc(1, sizeof(*tids));
+  if (tids == NULL) return ZX_ERR_NO_MEMORY;
+  if (extra_tid != 0) tid_set_add(tids, extra_tid);
+  add_sample_tids(samples, tids);
+  zxs_fxt_buf_t head;
+  zxs_fxt_buf_init(&head);
+  zxs_fxt_write_magic(&head);
+  zxs_fxt_write_provider_info(&head, ZXS_TRACE_PROVIDER_ID, "zxsampler", strlen("zxsampler"));
+  zxs_fxt_write_provider_section(&head, ZXS_TRACE_PROVIDER_ID);
+  zxs_fxt_write_initialization(&head, zxs_prim_ticks_per_second());
+  zx_status_t status = write_kernel_objects(&head, zxs_prim_process_koid(), period, tids);
+  if (status == ZX_OK) status = write_modules(&head);
+  if (status == ZX_OK) status = zxs_trace_write_vdso(&head);
+  if (status == ZX_OK) status = samples->status;
+  if (status == ZX_OK && events != NULL) status = events->status;
+  if (status == ZX_OK) {
+    const size_t events_len = events != NULL ? events->len : 0;
+    if (fwrite(head.data, 1, head.len, out) != head.len ||
+        (events_len != 0 && fwrite(events->data, 1, events_len, out) != events_len) ||
+        fwrite(samples->data, 1, samples->len, out) != samples->len) {
+      status = ZX_ERR_IO;
+    }
+  }
+  zxs_fxt_buf_destroy(&head);
+  free(tids);
+  return status;
+}
+
 zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE* out) {
   zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
   size_t region_count = 0;
@@ -102,9 +142,6 @@ zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE*
 
   zxs_fxt_buf_t samples;
   zxs_fxt_buf_init(&samples);
-  tid_set_t* tids = calloc(1, sizeof(*tids));
-  if (tids == NULL) return ZX_ERR_NO_MEMORY;
-  zx_koid_t pid = zxs_prim_process_koid();
   for (uint32_t r = 0; r < region_count && status == ZX_OK; r++) {
     zx_vaddr_t addr;
     status = zxs_vmar_map_iob(zxs_vmar_root_self(), ZX_VM_PERM_READ, 0, iob, r, 0,
@@ -113,34 +150,11 @@ zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE*
     zxs_fxt_region_iter_t it;
     zxs_fxt_record_t rec;
     zxs_fxt_region_iter_init(&it, (const void*)addr, regions[r].region.size);
-    while (zxs_fxt_region_next(&it, &rec)) {
-      if (rec.kind == ZXS_FXT_RECORD_LARGE_BLOB) tid_set_add(tids, rec.blob.thread.thread_koid);
-      zxs_fxt_write_raw(&samples, rec.data, rec.size);
-    }
+    while (zxs_fxt_region_next(&it, &rec)) zxs_fxt_write_raw(&samples, rec.data, rec.size);
     if (it.status != ZX_OK) status = it.status;
     zxs_vmar_unmap(zxs_vmar_root_self(), addr, regions[r].region.size);
   }
-
-  zxs_fxt_buf_t head;
-  zxs_fxt_buf_init(&head);
-  if (status == ZX_OK) {
-    zxs_fxt_write_magic(&head);
-    zxs_fxt_write_provider_info(&head, ZXS_TRACE_PROVIDER_ID, "zxsampler", strlen("zxsampler"));
-    zxs_fxt_write_provider_section(&head, ZXS_TRACE_PROVIDER_ID);
-    zxs_fxt_write_initialization(&head, zxs_prim_ticks_per_second());
-    status = write_kernel_objects(&head, pid, period, tids);
-  }
-  if (status == ZX_OK) status = write_modules(&head);
-  if (status == ZX_OK) status = zxs_trace_write_vdso(&head);
-  if (status == ZX_OK) status = samples.status;
-  if (status == ZX_OK) {
-    if (fwrite(head.data, 1, head.len, out) != head.len ||
-        fwrite(samples.data, 1, samples.len, out) != samples.len) {
-      status = ZX_ERR_IO;
-    }
-  }
-  zxs_fxt_buf_destroy(&head);
+  if (status == ZX_OK) status = zxs_trace_write_samples(&samples, NULL, 0, period, out);
   zxs_fxt_buf_destroy(&samples);
-  free(tids);
   return status;
 }

@@ -324,6 +324,8 @@ zx_status_t zxs_prim_thread_self(zxs_prim_thread_t* out) {
   return ZX_OK;
 }
 
+zx_koid_t zxs_prim_current_thread_koid(void) { return fake_self_koid(); }
+
 zx_status_t zxs_prim_thread_from_native(const void* native, zxs_prim_thread_t* out) {
   const pthread_t* thread = native;
   zx_status_t status = ZX_ERR_NOT_SUPPORTED;
@@ -394,6 +396,29 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
   }
   pthread_mutex_unlock(&g_lock);
   return ZX_OK;
+}
+
+// The recorder's per-period runtime: not simulated (the recorder runs over the real backend).
+zx_status_t zxs_prim_runtime_keep_history(const zxs_prim_thread_t* thread) {
+  (void)thread;
+  return ZX_ERR_NOT_SUPPORTED;
+}
+
+zx_status_t zxs_prim_runtime_between(zx_koid_t koid, zx_time_t since, zx_time_t until,
+                                     zxs_prim_runtime_t* out) {
+  (void)koid;
+  (void)since;
+  (void)until;
+  memset(out, 0, sizeof(*out));
+  return ZX_ERR_NOT_FOUND;
+}
+
+zx_status_t zxs_prim_runtime_self_prepare(void) { return ZX_ERR_NOT_SUPPORTED; }
+
+uint32_t zxs_prim_runtime_self_now(int64_t* cpu_time, int64_t* queue_time) {
+  *cpu_time = 0;
+  *queue_time = 0;
+  return 0;
 }
 
 zx_status_t zxs_prim_notify_on_thread_exit(void) { return ZX_ERR_NOT_SUPPORTED; }

@@ -111,7 +111,8 @@ static inline void fuzz_check_record(const zxs_fxt_record_t* rec, const uint8_t*
       rec->type == ZXS_FXT_TYPE_LARGE ? (h >> 4) & 0xffffffffu : (h >> 4) & 0xfffu;
   FUZZ_CHECK(words * 8u == rec->size);
   FUZZ_CHECK(rec->num_args <= ZXS_FXT_MAX_ARGS);
-  if (rec->kind != ZXS_FXT_RECORD_KERNEL_OBJECT && rec->kind != ZXS_FXT_RECORD_LARGE_BLOB) {
+  if (rec->kind != ZXS_FXT_RECORD_KERNEL_OBJECT && rec->kind != ZXS_FXT_RECORD_LARGE_BLOB &&
+      rec->kind != ZXS_FXT_RECORD_EVENT) {
     FUZZ_CHECK(rec->num_args == 0);
   }
   const fuzz_span_t s = {rec->data, rec->size, input, input_size, tables};
@@ -162,6 +163,13 @@ static inline void fuzz_check_record(const zxs_fxt_record_t* rec, const uint8_t*
       if (rec->kind == ZXS_FXT_RECORD_LARGE_BLOB) {
         fuzz_check_thread(&s, &rec->blob.thread);
       }
+      break;
+    case ZXS_FXT_RECORD_EVENT:
+      FUZZ_CHECK(rec->type == ZXS_FXT_TYPE_EVENT);
+      FUZZ_CHECK(rec->event.event_type == ZXS_FXT_EVENT_INSTANT);
+      fuzz_check_thread(&s, &rec->event.thread);
+      fuzz_check_str(&s, &rec->event.category);
+      fuzz_check_str(&s, &rec->event.name);
       break;
     default:
       FUZZ_CHECK(!"unknown record kind");

@@ -37,6 +37,8 @@ static zx_status_t rewrite(zxs_fxt_buf_t* out, const zxs_fxt_record_t* rec) {
       return zxs_fxt_write_large_blob(out, &rec->blob, rec->args, rec->num_args);
     case ZXS_FXT_RECORD_ATTACHMENT:
       return zxs_fxt_write_attachment(out, &rec->blob);
+    case ZXS_FXT_RECORD_EVENT:
+      return zxs_fxt_write_instant_event(out, &rec->event, rec->args, rec->num_args);
     case ZXS_FXT_RECORD_OTHER:
     default:
       // Types the reader does not decode travel as they are.
@@ -139,6 +141,12 @@ static void check_record_equal(const zxs_fxt_record_t* a, const zxs_fxt_record_t
       break;
     case ZXS_FXT_RECORD_ATTACHMENT:
       check_blob_common(&a->blob, &b->blob);
+      break;
+    case ZXS_FXT_RECORD_EVENT:
+      FUZZ_CHECK(a->event.event_type == b->event.event_type && a->event.ticks == b->event.ticks);
+      check_thread_equal(&a->event.thread, &b->event.thread);
+      check_str_equal(&a->event.category, &b->event.category);
+      check_str_equal(&a->event.name, &b->event.name);
       break;
     default:
       FUZZ_CHECK(!"unknown record kind");

@@ -395,6 +395,9 @@ static void reencode(const zxs_fxt_record_t* rec, zxs_fxt_buf_t* out) {
     case ZXS_FXT_RECORD_ATTACHMENT:
       zxs_fxt_write_attachment(out, &rec->blob);
       break;
+    case ZXS_FXT_RECORD_EVENT:
+      zxs_fxt_write_instant_event(out, &rec->event, rec->args, rec->num_args);
+      break;
     case ZXS_FXT_RECORD_OTHER:
       zxs_fxt_write_raw(out, rec->data, rec->size);
       break;
@@ -1027,6 +1030,58 @@ static void test_reader_mutations(void** state) {
   zxs_fxt_buf_destroy(&buf);
 }
 
+// An instant event comes back with its fields and arguments; one whose fields overrun its record
+// is skipped by size as before (OTHER), and reading goes on.
+static void test_instant_event(void** state) {
+  (void)state;
+  zxs_fxt_buf_t buf;
+  zxs_fxt_buf_init(&buf);
+  zxs_fxt_write_magic(&buf);
+  zxs_fxt_write_string(&buf, 1, "alert", 5);
+  zxs_fxt_arg_t args[2] = {arg_of(ZXS_FXT_ARG_UINT64, zxs_fxt_str_inline("wall", 4)),
+                           arg_of(ZXS_FXT_ARG_UINT64, zxs_fxt_str_index(1))};
+  args[0].u64 = 12000000;
+  args[1].u64 = 7;
+  zxs_fxt_event_t ev = {.ticks = 99,
+                        .thread = {.process_koid = 10, .thread_koid = 11},
+                        .category = zxs_fxt_str_index(1),
+                        .name = zxs_fxt_str_inline("mixer", 5)};
+  assert_int_equal(zxs_fxt_write_instant_event(&buf, &ev, args, 2), ZX_OK);
+  static const uint64_t kShort[2] = {0x4 | (2 << 4), 5};  // inline thread koids missing
+  append_words(&buf, kShort, 2);
+  zxs_fxt_write_provider_section(&buf, 3);
+  assert_int_equal(buf.status, ZX_OK);
+
+  zxs_fxt_reader_t r;
+  zxs_fxt_record_t rec;
+  assert_int_equal(zxs_fxt_reader_init(&r, buf.data, buf.len), ZX_OK);
+  assert_true(zxs_fxt_reader_next(&r, &rec));  // magic
+  assert_true(zxs_fxt_reader_next(&r, &rec));  // string
+  assert_true(zxs_fxt_reader_next(&r, &rec));
+  assert_int_equal(rec.kind, ZXS_FXT_RECORD_EVENT);
+  assert_int_equal(rec.type, ZXS_FXT_TYPE_EVENT);
+  assert_int_equal(rec.event.event_type, ZXS_FXT_EVENT_INSTANT);
+  assert_int_equal(rec.event.ticks, 99);
+  assert_int_equal(rec.event.thread.process_koid, 10);
+  assert_int_equal(rec.event.thread.thread_koid, 11);
+  assert_int_equal(rec.event.category.len, 5);
+  assert_memory_equal(rec.event.category.data, "alert", 5);
+  assert_memory_equal(rec.event.name.data, "mixer", 5);
+  assert_int_equal(rec.num_args, 2);
+  assert_int_equal(rec.args[0].u64, 12000000);
+  assert_memory_equal(rec.args[1].name.data, "alert", 5);
+  assert_int_equal(rec.args[1].u64, 7);
+  assert_true(zxs_fxt_reader_next(&r, &rec));
+  assert_int_equal(rec.kind, ZXS_FXT_RECORD_OTHER);
+  assert_int_equal(rec.size, 16);
+  assert_true(zxs_fxt_reader_next(&r, &rec));
+  assert_int_equal(rec.kind, ZXS_FXT_RECORD_PROVIDER_SECTION);
+  assert_false(zxs_fxt_reader_next(&r, &rec));
+  assert_int_equal(r.status, ZX_OK);
+  zxs_fxt_reader_destroy(&r);
+  zxs_fxt_buf_destroy(&buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_magic),
@@ -1044,6 +1099,7 @@ int main(void) {
       cmocka_unit_test(test_reader_truncated_everywhere),
       cmocka_unit_test(test_reader_flipped_sizes),
       cmocka_unit_test(test_reader_mutations),
+      cmocka_unit_test(test_instant_event),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

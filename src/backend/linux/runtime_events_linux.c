@@ -40,10 +40,10 @@
 #include "linux_internal.h"
 #include "runtime_pairs_linux.h"
 
-// Data pages of a thread's ring: 32 KiB hold ~1350 fault records (24 bytes each); the drainer
-// is woken at half. Fewer when the locked-memory limit refuses that many (perf rings share
-// perf_event_mlock_kb with the sampler's perf-ring source, so they stay small).
-#define RING_PAGES 8u
+// Data pages of a thread's ring (zxs_rt_events_open's `pages`): 8 pages, 32 KiB, hold ~1350
+// fault records (24 bytes each); the drainer is woken at half. Fewer when the locked-memory limit
+// refuses that many (perf rings share perf_event_mlock_kb with the sampler's perf-ring source, so
+// they stay small).
 #define RING_MIN_PAGES 2u
 
 static uint64_t g_scratch[65536 / 8];  // one record; callers serialize (the runtime's lock)
@@ -92,13 +92,13 @@ static bool add_event(zxs_rt_events_t* ev, int which, struct perf_event_attr* at
   return true;
 }
 
-// Opens event `which` as the ring's owner and maps its ring: RING_PAGES of data, or fewer when
+// Opens event `which` as the ring's owner and maps its ring: `pages` of data, or fewer when
 // the locked-memory limit refuses that many. The event is reopened for each size, since it wakes
 // the drainer when half of its own ring is used (a watermark fixed at open).
-static bool open_ring_owner(zxs_rt_events_t* ev, int which, struct perf_event_attr* attr,
-                            pid_t tid) {
+static bool open_ring_owner(zxs_rt_events_t* ev, int which, struct perf_event_attr* attr, pid_t tid,
+                            size_t ring_pages) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  for (size_t pages = RING_PAGES; pages >= RING_MIN_PAGES; pages /= 2) {
+  for (size_t pages = ring_pages; pages >= RING_MIN_PAGES; pages /= 2) {
     attr->watermark = 1;
     attr->wakeup_watermark = (uint32_t)(pages * page / 2);
     if (!add_event(ev, which, attr, tid)) return false;
@@ -119,10 +119,10 @@ static bool open_ring_owner(zxs_rt_events_t* ev, int which, struct perf_event_at
 
 // Opens the events of one kind (`first`..`last`), all or none.
 static bool open_kind(zxs_rt_events_t* ev, pid_t tid, int first, int last,
-                      struct perf_event_attr* attrs) {
+                      struct perf_event_attr* attrs, size_t ring_pages) {
   for (int i = first; i <= last; i++) {
-    const bool ok =
-        ev->ring_fd < 0 ? open_ring_owner(ev, i, &attrs[i], tid) : add_event(ev, i, &attrs[i], tid);
+    const bool ok = ev->ring_fd < 0 ? open_ring_owner(ev, i, &attrs[i], tid, ring_pages)
+                                    : add_event(ev, i, &attrs[i], tid);
     if (!ok) {
       // None of this kind stays open; nor the ring, if one of them owned it (the other kind
       // is opened only after this one succeeded or failed).
@@ -150,13 +150,13 @@ void zxs_rt_events_init(zxs_rt_events_t* ev) {
   for (int i = 0; i < ZXS_RT_EVENT_COUNT; i++) ev->fds[i] = -1;
 }
 
-uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid) {
+uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid, size_t ring_pages) {
   zxs_rt_events_init(ev);
   struct perf_event_attr attrs[ZXS_RT_EVENT_COUNT];
   sample_every_one(&attrs[ZXS_RT_FAULT_BEGIN], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
   sample_every_one(&attrs[ZXS_RT_FAULT_END_MIN], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN);
   sample_every_one(&attrs[ZXS_RT_FAULT_END_MAJ], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ);
-  if (open_kind(ev, tid, ZXS_RT_FAULT_BEGIN, ZXS_RT_FAULT_END_MAJ, attrs)) {
+  if (open_kind(ev, tid, ZXS_RT_FAULT_BEGIN, ZXS_RT_FAULT_END_MAJ, attrs, ring_pages)) {
     ev->fields |= ZXS_TASK_RUNTIME_PAGE_FAULT_TIME;
   }
   pthread_once(&g_tracepoints_once, find_tracepoints);
@@ -165,7 +165,7 @@ uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid) {
     sample_every_one(&attrs[ZXS_RT_LOCK_END], PERF_TYPE_TRACEPOINT, g_end.id);
     attrs[ZXS_RT_LOCK_BEGIN].sample_type |= PERF_SAMPLE_RAW;
     attrs[ZXS_RT_LOCK_END].sample_type |= PERF_SAMPLE_RAW;
-    if (open_kind(ev, tid, ZXS_RT_LOCK_BEGIN, ZXS_RT_LOCK_END, attrs)) {
+    if (open_kind(ev, tid, ZXS_RT_LOCK_BEGIN, ZXS_RT_LOCK_END, attrs, ring_pages)) {
       ev->fields |= ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME;
     }
   }

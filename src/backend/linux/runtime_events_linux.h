@@ -33,8 +33,14 @@ typedef struct zxs_rt_events {
 
 // Nothing open.
 void zxs_rt_events_init(zxs_rt_events_t* ev);
-// Opens the events of thread `tid`; returns the fields they measure (0 when none could be).
-uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid);
+// Ring sizes (data pages): a measured thread's, and a followed one's (the recorder's deadlines:
+// 1 MiB, ~43000 records, so a burst of 16384 faults fits whole while the drainer is slow to run).
+#define ZXS_RT_RING_PAGES 8u
+#define ZXS_RT_FOLLOWED_RING_PAGES 256u
+
+// Opens the events of thread `tid` with a ring of `ring_pages` data pages (a power of two; fewer
+// when the locked-memory limit refuses them); returns the fields they measure (0: none).
+uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid, size_t ring_pages);
 // Reads what the ring holds into the totals.
 void zxs_rt_events_drain(zxs_rt_events_t* ev);
 // The CPU time of the thread since its events were opened (the time its events ran), also

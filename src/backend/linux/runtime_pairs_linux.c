@@ -76,6 +76,51 @@ static uint64_t raw_field(const uint8_t* raw, size_t raw_size, uint32_t offset, 
   return value;
 }
 
+// Adds [begin, end) to the buckets it covers, each its own part.
+static void history_add(zxs_rt_history_t* h, bool fault, uint64_t begin, uint64_t end) {
+  if (h == NULL || end <= begin) return;
+  // A fault longer than the history only leaves its end there.
+  const uint64_t span = (uint64_t)ZXS_RT_HISTORY_BUCKETS << ZXS_RT_HISTORY_SHIFT;
+  if (end - begin > span) begin = end - span;
+  for (uint64_t t = begin; t < end;) {
+    const uint64_t number = t >> ZXS_RT_HISTORY_SHIFT;
+    const uint64_t next = (number + 1) << ZXS_RT_HISTORY_SHIFT;
+    const uint64_t part = (next < end ? next : end) - t;
+    const size_t i = (size_t)(number % ZXS_RT_HISTORY_BUCKETS);
+    if (h->number[i] < number) {  // holds an older bucket: reuse it
+      h->number[i] = number;
+      h->fault_ns[i] = 0;
+      h->lock_ns[i] = 0;
+    }
+    if (h->number[i] == number) *(fault ? &h->fault_ns[i] : &h->lock_ns[i]) += (uint32_t)part;
+    t += part;
+  }
+}
+
+void zxs_rt_history_between(const zxs_rt_history_t* h, uint64_t since, uint64_t until,
+                            int64_t* fault_ns, int64_t* lock_ns) {
+  *fault_ns = 0;
+  *lock_ns = 0;
+  if (h == NULL || until < since) return;
+  const uint64_t last = until >> ZXS_RT_HISTORY_SHIFT;
+  if (last - (since >> ZXS_RT_HISTORY_SHIFT) >= ZXS_RT_HISTORY_BUCKETS) {
+    since = (last - ZXS_RT_HISTORY_BUCKETS + 1) << ZXS_RT_HISTORY_SHIFT;  // what it can hold
+  }
+  const uint64_t width = (uint64_t)1 << ZXS_RT_HISTORY_SHIFT;
+  for (uint64_t number = since >> ZXS_RT_HISTORY_SHIFT; number <= until >> ZXS_RT_HISTORY_SHIFT;
+       number++) {
+    const size_t i = (size_t)(number % ZXS_RT_HISTORY_BUCKETS);
+    if (h->number[i] != number) continue;
+    const uint64_t lo = number << ZXS_RT_HISTORY_SHIFT;
+    const uint64_t from = since > lo ? since : lo;
+    const uint64_t to = until < lo + width - 1 ? until + 1 : lo + width;
+    // The part of the bucket inside the interval, in 1/65536ths.
+    const uint64_t share = to > from ? to - from : 0;
+    *fault_ns += (int64_t)((h->fault_ns[i] * share) >> ZXS_RT_HISTORY_SHIFT);
+    *lock_ns += (int64_t)((h->lock_ns[i] * share) >> ZXS_RT_HISTORY_SHIFT);
+  }
+}
+
 // False for a record older than the last one fed (drained late from another CPU's ring).
 static bool in_order(zxs_rt_pairs_t* p, uint64_t time) {
   if (time < p->last_time) return false;
@@ -92,6 +137,7 @@ void zxs_rt_pairs_fault_end(zxs_rt_pairs_t* p, uint64_t time) {
   if (p->fault_begin != 0) {
     p->page_fault_ns += (int64_t)(time - p->fault_begin);
     p->faults++;
+    history_add(p->history, true, p->fault_begin, time);
   }
   p->fault_begin = 0;
 }
@@ -111,6 +157,7 @@ void zxs_rt_pairs_lock_end(zxs_rt_pairs_t* p, const zxs_rt_tracepoint_t* tp, uin
   if (p->lock_begin != 0 && raw_field(raw, raw_size, tp->addr_offset, 8) == p->lock_addr) {
     p->lock_contention_ns += (int64_t)(time - p->lock_begin);
     p->contentions++;
+    history_add(p->history, false, p->lock_begin, time);
     p->lock_begin = 0;
   }
 }

@@ -29,6 +29,22 @@ typedef struct zxs_rt_tracepoint {
 // read it, or a kernel without them).
 bool zxs_rt_lock_tracepoints(zxs_rt_tracepoint_t* begin, zxs_rt_tracepoint_t* end);
 
+// Where a thread's fault and contention time fell, by 2^16 ns (65.5 us) of monotonic time, over
+// the last ZXS_RT_HISTORY_BUCKETS of them (0.54 s): how much of it lay in a given interval (a
+// late period's), asked shortly after the interval ended. A fault or contention is spread over
+// the buckets it covers; an interval's edge buckets count pro rata.
+#define ZXS_RT_HISTORY_SHIFT 16u
+#define ZXS_RT_HISTORY_BUCKETS 8192u
+typedef struct zxs_rt_history {
+  uint64_t number[ZXS_RT_HISTORY_BUCKETS];  // time >> SHIFT of what the bucket holds; 0: empty
+  uint32_t fault_ns[ZXS_RT_HISTORY_BUCKETS];
+  uint32_t lock_ns[ZXS_RT_HISTORY_BUCKETS];
+} zxs_rt_history_t;
+
+// The fault and contention time in [since, until] that `h` still holds.
+void zxs_rt_history_between(const zxs_rt_history_t* h, uint64_t since, uint64_t until,
+                            int64_t* fault_ns, int64_t* lock_ns);
+
 // The pairing state and totals of one thread.
 typedef struct zxs_rt_pairs {
   uint64_t last_time;    // of the last record fed
@@ -39,6 +55,7 @@ typedef struct zxs_rt_pairs {
   int64_t lock_contention_ns;
   uint64_t faults;
   uint64_t contentions;
+  zxs_rt_history_t* history;  // NULL: totals only; else each pair also goes there (owned)
 } zxs_rt_pairs_t;
 
 void zxs_rt_pairs_fault_begin(zxs_rt_pairs_t* p, uint64_t time);

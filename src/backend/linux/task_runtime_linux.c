@@ -188,6 +188,8 @@ static void retire_locked(measured_t* m) {
   }
   if (m->events.fields != 0) g_with_events--;
   zxs_rt_events_close(&m->events, false);
+  free(m->events.pairs.history);
+  m->events.pairs.history = NULL;
   close_schedstat(&m->stat_fd);
   m->exited = true;
   g_exited.queue_time += m->queue_time;
@@ -253,6 +255,7 @@ static void forget_parent_locked(void) {
       zxs_rt_events_close(&g_measured[i].events, true);
       close_schedstat(&g_measured[i].stat_fd);
     }
+    free(g_measured[i].events.pairs.history);
   }
   memset(g_measured, 0, sizeof(g_measured[0]) * g_used);
   g_used = 0;
@@ -312,8 +315,9 @@ static measured_t* new_entry_locked(void) {
   return reuse;
 }
 
-// Measures a live thread (idempotent): the entry, or NULL. g_lock held.
-static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
+// Measures a live thread (idempotent), its events' ring of `ring_pages`: the entry, or NULL.
+// g_lock held.
+static measured_t* measure_locked(pid_t tid, size_t ring_pages, zx_status_t* status) {
   ensure_drainer_locked();
   measured_t* m = find_locked(tid);
   if (m != NULL && !m->exited) {
@@ -337,7 +341,7 @@ static measured_t* measure_locked(pid_t tid, zx_status_t* status) {
   m->fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME;
   if (g_with_events < events_limit()) {
     m->cpu_at_events = m->cpu_time;
-    m->fields |= zxs_rt_events_open(&m->events, tid);
+    m->fields |= zxs_rt_events_open(&m->events, tid, ring_pages);
     if (m->events.fields != 0) g_with_events++;
   } else {
     zxs_rt_events_init(&m->events);
@@ -369,7 +373,7 @@ zx_status_t zxs_prim_runtime_measure(const zxs_prim_thread_t* thread) {
   const pid_t tid = (pid_t)thread->koid;
   pthread_mutex_lock(&g_lock);
   zx_status_t status;
-  measured_t* m = measure_locked(tid, &status);
+  measured_t* m = measure_locked(tid, ZXS_RT_RING_PAGES, &status);
   // The calling thread is read one last time as it exits (exact queue time).
   if (m != NULL && !m->hooked && tid == current_tid()) {
     pthread_mutex_unlock(&g_lock);  // it may take the core's locks
@@ -424,7 +428,7 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
     const pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
     if (tid <= 0) continue;
     zx_status_t status;
-    measured_t* m = measure_locked(tid, &status);
+    measured_t* m = measure_locked(tid, ZXS_RT_RING_PAGES, &status);
     if (m == NULL) continue;  // exited meanwhile, or the table is full
     m->seen = gen;
     zxs_rt_events_drain(&m->events);
@@ -463,7 +467,75 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
   return ZX_OK;
 }
 
+zx_status_t zxs_prim_runtime_keep_history(const zxs_prim_thread_t* thread) {
+  if (thread == NULL || thread->koid == 0) return ZX_ERR_INVALID_ARGS;
+  pthread_mutex_lock(&g_lock);
+  zx_status_t status;
+  // A thread measured already keeps its smaller ring (bursts of faults may then go uncounted).
+  measured_t* m = measure_locked((pid_t)thread->koid, ZXS_RT_FOLLOWED_RING_PAGES, &status);
+  if (m != NULL && m->events.fields == 0) status = ZX_ERR_NOT_SUPPORTED;
+  if (status == ZX_OK && m->events.pairs.history == NULL) {
+    zxs_rt_events_drain(&m->events);  // what came before is not kept
+    m->events.pairs.history = calloc(1, sizeof(zxs_rt_history_t));
+    if (m->events.pairs.history == NULL) status = ZX_ERR_NO_MEMORY;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+zx_status_t zxs_prim_runtime_between(zx_koid_t koid, zx_time_t since, zx_time_t until,
+                                     zxs_prim_runtime_t* out) {
+  memset(out, 0, sizeof(*out));
+  pthread_mutex_lock(&g_lock);
+  measured_t* m = g_forked_child ? NULL : find_locked((pid_t)koid);
+  zx_status_t status = ZX_ERR_NOT_FOUND;
+  if (m != NULL && !m->exited && m->events.pairs.history != NULL) {
+    zxs_rt_events_drain(&m->events);
+    int64_t fault, lock;
+    zxs_rt_history_between(m->events.pairs.history, (uint64_t)since, (uint64_t)until, &fault,
+                           &lock);
+    out->info.page_fault_time = fault;
+    out->info.lock_contention_time = lock;
+    out->fields = m->events.fields;
+    status = ZX_OK;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+// The calling thread's schedstat file, for zxs_prim_runtime_self_now(); -1: not open. Initial-exec:
+// reading it never allocates (a real-time thread reads it).
+static _Thread_local int t_self_stat_fd __attribute__((tls_model("initial-exec"))) = -1;
+
+zx_status_t zxs_prim_runtime_self_prepare(void) {
+  if (t_self_stat_fd >= 0) return ZX_OK;
+  t_self_stat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (t_self_stat_fd < 0) return ZX_ERR_NOT_SUPPORTED;
+  (void)zxs_prim_notify_on_thread_exit();  // closed as the thread exits
+  return ZX_OK;
+}
+
+uint32_t zxs_prim_runtime_self_now(int64_t* cpu_time, int64_t* queue_time) {
+  // No lock, no allocation: a system call each (the CPU-time clock, one pread).
+  *cpu_time = 0;
+  *queue_time = 0;
+  uint32_t fields = 0;
+  bool ok;
+  *cpu_time = clock_ns(CLOCK_THREAD_CPUTIME_ID, &ok);
+  if (ok) fields |= ZXS_TASK_RUNTIME_CPU_TIME;
+  char text[128];
+  const ssize_t n = t_self_stat_fd >= 0 ? pread(t_self_stat_fd, text, sizeof(text) - 1, 0) : -1;
+  int64_t run;
+  if (n > 0) {
+    text[n] = '\0';
+    if (zxs_rt_parse_schedstat(text, &run, queue_time)) fields |= ZXS_TASK_RUNTIME_QUEUE_TIME;
+  }
+  return fields;
+}
+
 void zxs_linux_runtime_thread_exiting(pid_t tid) {
+  if (t_self_stat_fd >= 0) close(t_self_stat_fd);  // on the exiting thread itself
+  t_self_stat_fd = -1;
   pthread_mutex_lock(&g_lock);
   measured_t* m = g_forked_child ? NULL : find_locked(tid);
   if (m != NULL && !m->exited) {

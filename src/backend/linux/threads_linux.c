@@ -95,6 +95,8 @@ zx_status_t zxs_prim_thread_self(zxs_prim_thread_t* out) {
   return ZX_OK;
 }
 
+zx_koid_t zxs_prim_current_thread_koid(void) { return (zx_koid_t)current_tid(); }
+
 zx_status_t zxs_prim_thread_from_native(const void* native, zxs_prim_thread_t* out) {
   memset(out, 0, sizeof(*out));
   if (native == NULL) {

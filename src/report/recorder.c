@@ -1,0 +1,358 @@
+// The deadline-miss flight recorder (recorder.h): a ring session (ring_session.h) sampling all
+// the time, alerts queued without a lock by real-time threads, and a writer thread of ours that
+// turns each alert into a trace file.
+//
+// The queue is a fixed array of alert slots, each FREE -> FILLING (a raiser claimed it with a
+// CAS) -> READY (published with release) -> FREE (the writer is done). The writer sleeps on a
+// semaphore that raisers post (sem_post is async-signal-safe and never blocks).
+#define _GNU_SOURCE
+#include <limits.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zxsampler/object.h>
+#include <zxsampler/recorder.h>
+#include <zxsampler/sampler.h>
+
+#include "percpu_ring.h"
+#include "platform.h"
+#include "ring_session.h"
+#include "trace_file.h"
+
+_Static_assert(ZXS_RECORDER_SLOT_BYTES == ZXS_RING_SLOT_BYTES, "recorder.h states the slot size");
+
+#define DEFAULT_PERIOD ZX_MSEC(1)
+#define DEFAULT_WINDOW ZX_SEC(2)
+#define DEFAULT_ALERT_INTERVAL ZX_SEC(1)
+#define MAX_PENDING 16
+#define MAX_NAME 64
+
+enum { SLOT_FREE, SLOT_FILLING, SLOT_READY };
+
+typedef struct alert {
+  _Atomic int state;
+  char name[MAX_NAME];
+  zx_koid_t tid;
+  zx_time_t at;  // monotonic ns: the alert, or the end of the late period
+  bool has_period;
+  zx_time_t begin;  // of the late period
+  zx_duration_t budget;
+  int64_t cpu_time, queue_time;
+  uint32_t fields;  // of cpu_time and queue_time
+} alert_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;  // start, attach, stop
+static zx_handle_t g_iob = ZX_HANDLE_INVALID;
+static pthread_t g_writer;
+static sem_t g_wake;
+static bool g_wake_ready;
+static _Atomic bool g_running;  // alerts are taken
+static _Atomic bool g_stopping;
+static _Atomic int64_t g_last_alert;  // monotonic ns of the last alert taken; INT64_MIN: none
+static zxs_recorder_options_t g_options;
+static char g_dir[PATH_MAX];
+static alert_t g_alerts[MAX_PENDING];
+static uint64_t g_files;       // written so far (the writer's)
+static zx_status_t g_failure;  // the writer's first failure to write
+
+// [signal-safe] Monotonic ns from the platform's ticks.
+static zx_time_t now_ns(void) {
+  const uint64_t ticks = zxs_prim_ticks(), per_second = zxs_prim_ticks_per_second();
+  if (per_second == 1000000000u) return (zx_time_t)ticks;
+  return (zx_time_t)((ticks / per_second) * 1000000000u +
+                     (ticks % per_second) * 1000000000u / per_second);
+}
+
+// Monotonic ns to the platform's ticks (the records' timestamps).
+static uint64_t ticks_of(zx_time_t ns) {
+  const uint64_t per_second = zxs_prim_ticks_per_second();
+  if (ns <= 0) return 0;
+  if (per_second == 1000000000u) return (uint64_t)ns;
+  const uint64_t u = (uint64_t)ns;
+  return (u / 1000000000u) * per_second + (u % 1000000000u) * per_second / 1000000000u;
+}
+
+// [signal-safe] Rate limit, then a free slot (FILLING, for the caller to fill and publish).
+static zx_status_t claim_slot(zx_time_t at, alert_t** out) {
+  if (!atomic_load_explicit(&g_running, memory_order_acquire)) return ZX_ERR_BAD_STATE;
+  int64_t last = atomic_load_explicit(&g_last_alert, memory_order_relaxed);
+  do {
+    if (last != INT64_MIN && at - last < g_options.alert_interval) return ZX_ERR_SHOULD_WAIT;
+  } while (!atomic_compare_exchange_weak_explicit(&g_last_alert, &last, at, memory_order_relaxed,
+                                                  memory_order_relaxed));
+  for (int i = 0; i < MAX_PENDING; i++) {
+    int expected = SLOT_FREE;
+    if (atomic_compare_exchange_strong_explicit(&g_alerts[i].state, &expected, SLOT_FILLING,
+                                                memory_order_acquire, memory_order_relaxed)) {
+      *out = &g_alerts[i];
+      return ZX_OK;
+    }
+  }
+  return ZX_ERR_NO_RESOURCES;
+}
+
+// [signal-safe] The file-name-safe copy of `name` (see recorder.h).
+static void copy_name(char* dst, const char* name, const char* fallback) {
+  if (name == NULL || name[0] == '\0') name = fallback;
+  size_t n = 0;
+  for (; name[n] != '\0' && n < MAX_NAME - 1; n++) {
+    const char c = name[n];
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.';
+    dst[n] = keep ? c : '_';
+  }
+  dst[n] = '\0';
+}
+
+// [signal-safe] Hands a filled slot to the writer.
+static void publish(alert_t* a) {
+  atomic_store_explicit(&a->state, SLOT_READY, memory_order_release);
+  sem_post(&g_wake);
+}
+
+zx_status_t zxs_trace_alert(const char* name) {
+  const zx_time_t at = now_ns();
+  alert_t* a;
+  zx_status_t status = claim_slot(at, &a);
+  if (status != ZX_OK) return status;
+  copy_name(a->name, name, "alert");
+  a->tid = zxs_prim_current_thread_koid();
+  a->at = at;
+  a->has_period = false;
+  publish(a);
+  return ZX_OK;
+}
+
+void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
+  d->budget = budget;
+  d->fields = zxs_prim_runtime_self_now(&d->cpu_begin, &d->queue_begin);
+  d->begin = now_ns();  // last: the reads above belong to the period's start, not to it
+}
+
+bool zxs_deadline_end(zxs_deadline_t* d) {
+  const zx_time_t end = now_ns();
+  if (end - d->begin <= d->budget) return false;
+  int64_t cpu, queue;
+  const uint32_t fields = zxs_prim_runtime_self_now(&cpu, &queue) & d->fields;
+  alert_t* a;
+  if (claim_slot(end, &a) == ZX_OK) {
+    copy_name(a->name, d->name, "deadline");
+    a->tid = zxs_prim_current_thread_koid();
+    a->at = end;
+    a->has_period = true;
+    a->begin = d->begin;
+    a->budget = d->budget;
+    a->cpu_time = cpu - d->cpu_begin;
+    a->queue_time = queue - d->queue_begin;
+    a->fields = fields;
+    publish(a);
+  }
+  return true;
+}
+
+// --- The writer thread ------------------------------------------------------------------------
+
+static zxs_fxt_str_ref_t str(const char* s) { return zxs_fxt_str_inline(s, strlen(s)); }
+
+static void add_arg(zxs_fxt_arg_t* args, size_t* n, const char* name, int64_t ns) {
+  args[*n].type = ZXS_FXT_ARG_UINT64;
+  args[*n].name = str(name);
+  args[*n].u64 = ns > 0 ? (uint64_t)ns : 0;
+  (*n)++;
+}
+
+// The alert's instant event, with the late period's breakdown.
+static zx_status_t write_alert_event(const alert_t* a, zxs_fxt_buf_t* events) {
+  zxs_fxt_arg_t args[6];
+  memset(args, 0, sizeof(args));
+  size_t n = 0;
+  if (a->has_period) {
+    add_arg(args, &n, ZXS_TRACE_ALERT_WALL_ARG, a->at - a->begin);
+    add_arg(args, &n, ZXS_TRACE_ALERT_BUDGET_ARG, a->budget);
+    if (a->fields & ZXS_TASK_RUNTIME_CPU_TIME)
+      add_arg(args, &n, ZXS_TRACE_ALERT_CPU_ARG, a->cpu_time);
+    if (a->fields & ZXS_TASK_RUNTIME_QUEUE_TIME) {
+      add_arg(args, &n, ZXS_TRACE_ALERT_QUEUE_ARG, a->queue_time);
+    }
+    zxs_prim_runtime_t rt;
+    if (zxs_prim_runtime_between(a->tid, a->begin, a->at, &rt) == ZX_OK) {
+      if (rt.fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) {
+        add_arg(args, &n, ZXS_TRACE_ALERT_FAULT_ARG, rt.info.page_fault_time);
+      }
+      if (rt.fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME) {
+        add_arg(args, &n, ZXS_TRACE_ALERT_LOCK_ARG, rt.info.lock_contention_time);
+      }
+    }
+  }
+  zxs_fxt_event_t event = {
+      .event_type = ZXS_FXT_EVENT_INSTANT,
+      .ticks = ticks_of(a->at),
+      .thread = {.process_koid = zxs_prim_process_koid(), .thread_koid = a->tid},
+      .category = str(ZXS_TRACE_ALERT_CATEGORY),
+      .name = str(a->name)};
+  return zxs_fxt_write_instant_event(events, &event, args, n);
+}
+
+// Writes the trace file of one alert.
+static zx_status_t write_alert(const alert_t* a) {
+  zxs_fxt_buf_t samples, events;
+  zxs_fxt_buf_init(&samples);
+  zxs_fxt_buf_init(&events);
+  zxs_prim_sampling_flush();  // samples the kernel still buffers (a source with a collector)
+  zx_status_t status = zxs_sampler_ring_copy(g_iob, (zx_time_t)ticks_of(a->at - g_options.window),
+                                             (zx_time_t)ticks_of(a->at), &samples);
+  if (status == ZX_OK) status = write_alert_event(a, &events);
+  char path[PATH_MAX + 2 * MAX_NAME];
+  snprintf(path, sizeof(path), "%s/%s-%llu-%llu.fxt", g_dir, a->name,
+           (unsigned long long)zxs_prim_process_koid(), (unsigned long long)++g_files);
+  FILE* out = status == ZX_OK ? fopen(path, "wb") : NULL;
+  if (status == ZX_OK && out == NULL) status = ZX_ERR_IO;
+  if (out != NULL) {
+    status = zxs_trace_write_samples(&samples, &events, a->tid, g_options.period, out);
+    if (fclose(out) != 0 && status == ZX_OK) status = ZX_ERR_IO;
+    if (status != ZX_OK) remove(path);
+  }
+  zxs_fxt_buf_destroy(&samples);
+  zxs_fxt_buf_destroy(&events);
+  return status;
+}
+
+// Writes every alert that is ready.
+static void write_ready(void) {
+  for (int i = 0; i < MAX_PENDING; i++) {
+    alert_t* a = &g_alerts[i];
+    if (atomic_load_explicit(&a->state, memory_order_acquire) != SLOT_READY) continue;
+    const zx_status_t status = write_alert(a);
+    if (status != ZX_OK && g_failure == ZX_OK) g_failure = status;
+    atomic_store_explicit(&a->state, SLOT_FREE, memory_order_release);
+  }
+}
+
+static void* writer_main(void* unused) {
+  (void)unused;
+  for (;;) {
+    while (sem_wait(&g_wake) != 0) {
+    }
+    write_ready();
+    if (atomic_load_explicit(&g_stopping, memory_order_acquire)) return NULL;
+  }
+}
+
+// --- Start, attach, stop ----------------------------------------------------------------------
+
+static zx_status_t check_options(const zxs_recorder_options_t* o) {
+  for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++) {
+    if (o->reserved[i] != 0) return ZX_ERR_INVALID_ARGS;
+  }
+  if ((o->period != 0 && o->period < ZX_SAMPLER_MIN_PERIOD) || o->window < 0 ||
+      o->alert_interval < 0) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  if (o->output_dir != NULL && strlen(o->output_dir) >= sizeof(g_dir)) return ZX_ERR_INVALID_ARGS;
+  return ZX_OK;
+}
+
+// The calling thread: sampled, its fault and lock time followed, its own times readable.
+static zx_status_t attach_self_locked(void) {
+  zx_status_t status = zxs_sampler_attach(g_iob, zxs_thread_self());
+  if (status != ZX_OK) return status;
+  (void)zxs_prim_runtime_self_prepare();  // without it: no queue time in the breakdown
+  zxs_prim_thread_t self;
+  if (zxs_prim_thread_self(&self) == ZX_OK) (void)zxs_prim_runtime_keep_history(&self);
+  return ZX_OK;
+}
+
+// A session sampling into rings that hold two windows of samples per CPU: a CPU takes at most
+// one sample per period of CPU time, so the window before an alert is still whole while the
+// writer copies it, for as long again.
+static zx_status_t create_session(zx_handle_t* iob) {
+  const uint64_t per_window = (uint64_t)(g_options.window / g_options.period) + 1;
+  const size_t slots = (size_t)(2 * per_window + per_window / 4 + 64);
+  zx_sampler_config_t config = {.period = g_options.period,
+                                .buffer_size = ZXS_RING_SLOT_BYTES,
+                                .iobuffer_discipline = ZX_IOB_DISCIPLINE_NONE};
+  zx_handle_t rsrc;
+  zx_status_t status = zxs_debug_resource_get(&rsrc);
+  if (status != ZX_OK) return status;
+  status = zxs_sampler_create_ring(rsrc, &config, slots, iob);
+  zxs_handle_close(rsrc);
+  return status;
+}
+
+zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
+  static const zxs_recorder_options_t kDefaults = {0};
+  if (options == NULL) options = &kDefaults;
+  zx_status_t status = check_options(options);
+  if (status != ZX_OK) return status;
+  pthread_mutex_lock(&g_lock);
+  if (g_iob != ZX_HANDLE_INVALID) {
+    pthread_mutex_unlock(&g_lock);
+    return ZX_ERR_BAD_STATE;
+  }
+  g_options = *options;
+  if (g_options.period == 0) g_options.period = DEFAULT_PERIOD;
+  if (g_options.window == 0) g_options.window = DEFAULT_WINDOW;
+  if (g_options.alert_interval == 0) g_options.alert_interval = DEFAULT_ALERT_INTERVAL;
+  snprintf(g_dir, sizeof(g_dir), "%s", options->output_dir != NULL ? options->output_dir : ".");
+  g_options.output_dir = g_dir;
+  g_files = 0;
+  g_failure = ZX_OK;
+  for (int i = 0; i < MAX_PENDING; i++) atomic_store(&g_alerts[i].state, SLOT_FREE);
+  atomic_store(&g_last_alert, INT64_MIN);
+  atomic_store(&g_stopping, false);
+
+  zx_handle_t iob = ZX_HANDLE_INVALID;
+  status = create_session(&iob);
+  g_iob = iob;
+  if (status == ZX_OK && !options->dont_attach_caller) status = attach_self_locked();
+  if (status == ZX_OK) status = zxs_sampler_start(iob);
+  if (status == ZX_OK && !g_wake_ready) {
+    g_wake_ready = sem_init(&g_wake, 0, 0) == 0;
+    if (!g_wake_ready) status = ZX_ERR_NO_RESOURCES;
+  }
+  if (status == ZX_OK) {
+    // The writer takes none of the program's signals (it may hold a lock when one comes).
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (pthread_create(&g_writer, NULL, writer_main, NULL) != 0) status = ZX_ERR_NO_RESOURCES;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+  if (status == ZX_OK) {
+    atomic_store_explicit(&g_running, true, memory_order_release);
+  } else {
+    zxs_handle_close(iob);
+    g_iob = ZX_HANDLE_INVALID;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+zx_status_t zxs_recorder_attach_current_thread(void) {
+  pthread_mutex_lock(&g_lock);
+  const zx_status_t status = g_iob == ZX_HANDLE_INVALID ? ZX_ERR_BAD_STATE : attach_self_locked();
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
+zx_status_t zxs_recorder_stop(void) {
+  pthread_mutex_lock(&g_lock);
+  if (g_iob == ZX_HANDLE_INVALID) {
+    pthread_mutex_unlock(&g_lock);
+    return ZX_ERR_BAD_STATE;
+  }
+  atomic_store_explicit(&g_running, false, memory_order_release);  // no new alerts
+  atomic_store_explicit(&g_stopping, true, memory_order_release);
+  sem_post(&g_wake);
+  pthread_join(g_writer, NULL);  // it writes what was raised before it ends
+  zx_status_t status = zxs_sampler_stop(g_iob);
+  zxs_handle_close(g_iob);
+  g_iob = ZX_HANDLE_INVALID;
+  if (status == ZX_OK) status = g_failure;
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}

@@ -1,0 +1,170 @@
+// The flight recorder's API on the real backend: statuses, the rate limit, and that an alert's
+// trace holds its event, the window's samples and the late period's breakdown.
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+// cmocka needs the headers above first.
+#include <cmocka.h>
+#include <zxsampler/zxsampler.h>
+
+static char g_dir[64];
+
+static int setup(void** state) {
+  (void)state;
+  snprintf(g_dir, sizeof(g_dir), "/tmp/zxs-recorder-api.XXXXXX");
+  return mkdtemp(g_dir) == NULL ? -1 : 0;
+}
+
+static int teardown(void** state) {
+  (void)state;
+  DIR* dir = opendir(g_dir);
+  for (struct dirent* e; dir != NULL && (e = readdir(dir)) != NULL;) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", g_dir, e->d_name);
+    if (e->d_name[0] != '.') remove(path);
+  }
+  if (dir != NULL) closedir(dir);
+  rmdir(g_dir);
+  return 0;
+}
+
+// The alert traces in the directory: how many, and the path of the one named `prefix` (if any).
+static int count_traces(const char* prefix, char* path, size_t size) {
+  int n = 0;
+  DIR* dir = opendir(g_dir);
+  for (struct dirent* e; dir != NULL && (e = readdir(dir)) != NULL;) {
+    if (strstr(e->d_name, ".fxt") == NULL) continue;
+    n++;
+    if (path != NULL && strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+      snprintf(path, size, "%s/%s", g_dir, e->d_name);
+    }
+  }
+  if (dir != NULL) closedir(dir);
+  return n;
+}
+
+static void spin_ms(int ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  const int64_t end = ts.tv_sec * 1000000000ll + ts.tv_nsec + ms * 1000000ll;
+  volatile uint64_t x = 1;
+  do {
+    for (int i = 0; i < 10000; i++) x = x * 6364136223846793005u + (uint64_t)i;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  } while (ts.tv_sec * 1000000000ll + ts.tv_nsec < end);
+}
+
+static void* read_file(const char* path, size_t* size) {
+  FILE* f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *size = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void* data = malloc(*size);
+  assert_non_null(data);
+  assert_int_equal(fread(data, 1, *size, f), *size);
+  fclose(f);
+  return data;
+}
+
+static void test_statuses(void** state) {
+  (void)state;
+  assert_int_equal(zxs_recorder_stop(), ZX_ERR_BAD_STATE);
+  assert_int_equal(zxs_recorder_attach_current_thread(), ZX_ERR_BAD_STATE);
+  assert_int_equal(zxs_trace_alert("x"), ZX_ERR_BAD_STATE);
+  zxs_recorder_options_t bad = {.output_dir = g_dir};
+  bad.reserved[0] = 1;
+  assert_int_equal(zxs_recorder_start(&bad), ZX_ERR_INVALID_ARGS);
+  bad = (zxs_recorder_options_t){.period = 10, .output_dir = g_dir};  // below the minimum
+  assert_int_equal(zxs_recorder_start(&bad), ZX_ERR_INVALID_ARGS);
+  bad = (zxs_recorder_options_t){.window = -1, .output_dir = g_dir};
+  assert_int_equal(zxs_recorder_start(&bad), ZX_ERR_INVALID_ARGS);
+
+  const zxs_recorder_options_t options = {.output_dir = g_dir, .alert_interval = ZX_SEC(60)};
+  assert_int_equal(zxs_recorder_start(&options), ZX_OK);
+  assert_int_equal(zxs_recorder_start(&options), ZX_ERR_BAD_STATE);
+  // The one session of the process is the recorder's.
+  const zxs_profiler_options_t profiler = {0};
+  assert_int_equal(zxs_profiler_start(&profiler), ZX_ERR_ALREADY_EXISTS);
+  assert_int_equal(zxs_recorder_attach_current_thread(), ZX_OK);  // already attached: fine
+  assert_int_equal(zxs_trace_alert("first"), ZX_OK);
+  assert_int_equal(zxs_trace_alert("second"), ZX_ERR_SHOULD_WAIT);  // within the minute
+  assert_int_equal(zxs_recorder_stop(), ZX_OK);
+  assert_int_equal(count_traces("first-", NULL, 0), 1);  // stop wrote it
+  assert_int_equal(zxs_trace_alert("late"), ZX_ERR_BAD_STATE);
+}
+
+// An on-time period raises nothing; a late one returns true and leaves a trace whose alert event
+// carries the breakdown and whose samples include the late thread's.
+static void test_late_period_trace(void** state) {
+  (void)state;
+  const zxs_recorder_options_t options = {.output_dir = g_dir, .window = ZX_MSEC(500)};
+  assert_int_equal(zxs_recorder_start(&options), ZX_OK);
+  zxs_deadline_t d = {.name = "period/with spaces"};
+  zxs_deadline_begin(&d, ZX_SEC(10));
+  spin_ms(5);
+  assert_false(zxs_deadline_end(&d));
+  zxs_deadline_begin(&d, ZX_MSEC(5));
+  spin_ms(40);
+  assert_true(zxs_deadline_end(&d));
+  assert_int_equal(zxs_recorder_stop(), ZX_OK);
+  char path[512] = "";
+  assert_int_equal(count_traces("period_with_spaces-", path, sizeof(path)), 1);
+
+  size_t size;
+  void* data = read_file(path, &size);
+  zxs_fxt_reader_t r;
+  zxs_fxt_record_t rec;
+  assert_int_equal(zxs_fxt_reader_init(&r, data, size), ZX_OK);
+  int alerts = 0, samples = 0;
+  uint64_t wall = 0, budget = 0, cpu = 0;
+  while (zxs_fxt_reader_next(&r, &rec)) {
+    if (rec.kind == ZXS_FXT_RECORD_LARGE_BLOB && rec.blob.category.len == 0) samples++;
+    if (rec.kind != ZXS_FXT_RECORD_EVENT) continue;
+    alerts++;
+    assert_int_equal(rec.event.category.len, 5);
+    assert_memory_equal(rec.event.category.data, "alert", 5);
+    assert_int_equal(rec.event.thread.thread_koid, (uint64_t)gettid());
+    for (size_t i = 0; i < rec.num_args; i++) {
+      const zxs_fxt_str_ref_t* n = &rec.args[i].name;
+      if (n->len == 4 && memcmp(n->data, "wall", 4) == 0) wall = rec.args[i].u64;
+      if (n->len == 6 && memcmp(n->data, "budget", 6) == 0) budget = rec.args[i].u64;
+      if (n->len == 8 && memcmp(n->data, "cpu_time", 8) == 0) cpu = rec.args[i].u64;
+    }
+  }
+  assert_int_equal(r.status, ZX_OK);
+  zxs_fxt_reader_destroy(&r);
+  free(data);
+  assert_int_equal(alerts, 1);
+  assert_true(samples > 0);
+  assert_int_equal(budget, ZX_MSEC(5));
+  assert_true(wall > budget);
+  assert_true(cpu >= ZX_MSEC(40));  // it spun 40 ms of CPU in the period
+
+  // And it converts like any profile.
+  char out[600];
+  snprintf(out, sizeof(out), "%s/top.txt", g_dir);
+  char error[256];
+  assert_int_equal(zxs_profile_convert(path, out, ZXS_FORMAT_TOP, error, sizeof(error)), ZX_OK);
+  size_t text_size;
+  char* text = read_file(out, &text_size);
+  assert_non_null(memmem(text, text_size, "Why this period was late", 24));
+  free(text);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_statuses, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_late_period_trace, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
