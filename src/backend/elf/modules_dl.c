@@ -12,8 +12,8 @@ typedef struct walk_state {
   zxs_prim_module_fn fn;
   void* ctx;
   zx_status_t status;
-  uintptr_t main_phdr;  // AT_PHDR: identifies the main executable's entry
-  uintptr_t vdso_ehdr;  // AT_SYSINFO_EHDR: identifies the vDSO's entry
+  uintptr_t main_phdr;  // the main executable's program headers, or 0 (modules_dl.h)
+  uintptr_t vdso_ehdr;  // the vDSO's ELF header, or 0
   bool have_main;
 } walk_state_t;
 
