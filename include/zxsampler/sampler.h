@@ -22,7 +22,9 @@
 extern "C" {
 #endif
 
-// Built for Fuchsia, the kernel's zx_sampler_config_t and limits (with its calls) are used.
+// Built for Fuchsia, the kernel's zx_sampler_config_t and limits (with its calls) are used, from
+// <zircon/syscalls-next.h>: Fuchsia allows that header when targeting API level HEAD or
+// PLATFORM only.
 #if !defined(__Fuchsia__)
 
 typedef struct zx_sampler_config {

@@ -64,10 +64,7 @@ zx_status_t zx_sampler_attach(zx_handle_t iob, zx_handle_t thread) {
 zx_status_t zx_sampler_start(zx_handle_t iob) { return zxs_sampler_start(iob); }
 zx_status_t zx_sampler_stop(zx_handle_t iob) { return zxs_sampler_stop(iob); }
 
-zx_status_t zx_handle_close(zx_handle_t handle) {
-  // As the kernel: closing ZX_HANDLE_INVALID is not an error.
-  return handle == ZX_HANDLE_INVALID ? ZX_OK : zxs_handle_close(handle);
-}
+zx_status_t zx_handle_close(zx_handle_t handle) { return zxs_handle_close(handle); }
 zx_status_t zx_handle_duplicate(zx_handle_t handle, zx_rights_t rights, zx_handle_t* out) {
   return zxs_handle_duplicate(handle, rights, out);
 }
