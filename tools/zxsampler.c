@@ -15,16 +15,27 @@
 #include <zxsampler/profiler.h>
 
 #include "cli.h"
+
+// `record` and `perfmon` are Linux's (perf events); a Fuchsia build has `report` alone.
+#ifndef ZXSAMPLER_WITH_RECORD
+#define ZXSAMPLER_WITH_RECORD 1
+#endif
+#if ZXSAMPLER_WITH_RECORD
 #include "zxsampler_perfmon.h"
+#endif
 
 static void usage_main(FILE* out) {
   fprintf(out,
           "usage: zxsampler <command> [options]\n"
           "\n"
           "commands:\n"
+#if ZXSAMPLER_WITH_RECORD
           "  record   run a program (or attach to a process) and sample its threads' stacks\n"
+#endif
           "  report   print or convert a profile\n"
+#if ZXSAMPLER_WITH_RECORD
           "  perfmon  count or sample CPU events on every CPU (fuchsia.perfmon.cpu)\n"
+#endif
           "\n"
           "'zxsampler <command> --help' describes each command.\n");
 }
@@ -124,6 +135,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   // getopt names the program by argv[0] in its messages.
+#if ZXSAMPLER_WITH_RECORD
   if (strcmp(argv[1], "record") == 0) {
     argv[1] = "zxsampler record";
     return zxsampler_record_main(argc - 1, argv + 1);
@@ -132,6 +144,7 @@ int main(int argc, char** argv) {
     argv[1] = "zxsampler perfmon";
     return zxsampler_perfmon_main(argc - 1, argv + 1);
   }
+#endif
   if (strcmp(argv[1], "report") == 0) {
     argv[1] = "zxsampler report";
     return report(argc - 1, argv + 1);

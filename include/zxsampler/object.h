@@ -5,6 +5,11 @@
 // Fuchsia's order (invalid handle -> ZX_ERR_BAD_HANDLE, wrong object type -> ZX_ERR_WRONG_TYPE,
 // missing rights -> ZX_ERR_ACCESS_DENIED). All calls are thread-safe; none is
 // async-signal-safe.
+//
+// Built for Fuchsia (the thin backend), each call is the kernel's zx_* call of the same name and
+// answers the kernel's statuses, whatever this header says of a host; zxs_thread_get()
+// duplicates the C library's handle of the thread, and zxs_task_runtime_fields() answers every
+// field (the kernel measures them all).
 #ifndef ZXSAMPLER_OBJECT_H_
 #define ZXSAMPLER_OBJECT_H_
 

@@ -14,9 +14,18 @@
 #include <stdbool.h>
 #include <zxsampler/types.h>
 
+#if defined(__Fuchsia__)
+#include <zircon/syscalls-next.h>
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+// Built for Fuchsia, the kernel's zx_sampler_config_t and limits (with its calls) are used, from
+// <zircon/syscalls-next.h>: Fuchsia allows that header when targeting API level HEAD or
+// PLATFORM only.
+#if !defined(__Fuchsia__)
 
 typedef struct zx_sampler_config {
   // Nanoseconds of a thread's CPU time between two of its samples; >= ZX_SAMPLER_MIN_PERIOD.
@@ -29,19 +38,35 @@ typedef struct zx_sampler_config {
 
 #define ZX_SAMPLER_MIN_PERIOD ((zx_duration_mono_t)10000) /* 10 us */
 #define ZX_SAMPLER_MAX_BUFFER_SIZE ((size_t)1u << 30)     /* 1 GiB */
+
+#endif  // !__Fuchsia__
+
+#ifndef ZX_SAMPLER_MAX_FRAMES
 #define ZX_SAMPLER_MAX_FRAMES 64
+#endif
 
 // Hands the program a handle to the debug resource, the host's stand-in for Fuchsia's
 // ZX_RSRC_KIND_SYSTEM / ZX_RSRC_SYSTEM_DEBUG_BASE resource that zxs_sampler_create() requires.
 // Each call returns a new handle (rights: DUPLICATE | TRANSFER | INSPECT); close it when done.
 // ZX_ERR_INVALID_ARGS: out is NULL. ZX_ERR_NO_RESOURCES: handle table full.
+// Fuchsia: a duplicate of the handle given to zxs_debug_resource_set() (rights as it had);
+// ZX_ERR_NOT_FOUND when none was given; the kernel's statuses of zx_handle_duplicate().
 ZXS_API zx_status_t zxs_debug_resource_get(zx_handle_t* out);
+
+// Fuchsia: gives the library a handle to the debug resource, which the program obtains from the
+// fuchsia.kernel.DebugResource protocol (the library speaks no FIDL); zxs_debug_resource_get()
+// and the profiler API (profiler.h) duplicate it. The library owns the handle from then on; a
+// second call replaces (closes) the first. ZX_ERR_BAD_HANDLE: ZX_HANDLE_INVALID.
+// Elsewhere the library makes its own debug resource: ZX_ERR_NOT_SUPPORTED, and the handle
+// stays the caller's.
+ZXS_API zx_status_t zxs_debug_resource_set(zx_handle_t rsrc);
 
 // Run-time switch, the host's counterpart of Fuchsia's kernel.enable-debugging-syscalls boot
 // option. When off, create/attach/start/stop return ZX_ERR_NOT_SUPPORTED. It starts as the
 // environment variable ZXSAMPLER_DEBUGGING_SYSCALLS says at the first sampler call ("0", "false"
 // or "off" turn it off; anything else or unset leaves it on) and can be changed with this call.
-// Turning it off does not stop a running session.
+// Turning it off does not stop a running session. Fuchsia: the kernel's boot option decides;
+// enabled() answers true and set does nothing.
 ZXS_API void zxs_set_debugging_syscalls_enabled(bool enabled);
 ZXS_API bool zxs_debugging_syscalls_enabled(void);
 
@@ -136,6 +161,7 @@ typedef struct zxs_sampler_stats {
 
 // Reads the session's counters. Needs ZX_RIGHT_INSPECT on the IOBuffer.
 //   handle errors as above; ZX_ERR_BAD_STATE not the live session; ZX_ERR_INVALID_ARGS NULL.
+//   Fuchsia: ZX_ERR_NOT_SUPPORTED (the kernel keeps no counters a program can read).
 ZXS_API zx_status_t zxs_sampler_get_stats(zx_handle_t iob, zxs_sampler_stats_t* stats);
 
 #ifdef __cplusplus

@@ -170,6 +170,12 @@ zx_status_t zxs_debug_resource_get(zx_handle_t* out) {
   return status;
 }
 
+// The library makes its own (zxs_debug_resource_get): a program's handle is not taken.
+zx_status_t zxs_debug_resource_set(zx_handle_t rsrc) {
+  (void)rsrc;
+  return ZX_ERR_NOT_SUPPORTED;
+}
+
 zx_status_t zxs_check_debug_resource(zx_handle_t rsrc) {
   zxs_object_t* obj;
   zx_status_t status = zxs_handle_get(rsrc, ZX_OBJ_TYPE_RESOURCE, ZX_RIGHT_NONE, &obj, NULL);

@@ -1,8 +1,8 @@
-// Status names, generated from the one list in types.h (ZXS_STATUS_MAP), and the Fuchsia-named
-// functions a host build exports (on Fuchsia the kernel and the vDSO provide them).
+// Status names, generated from the one list in types.h (ZXS_STATUS_MAP).
 #include <zxsampler/sampler.h>
 #include <zxsampler/types.h>
-#include <zxsampler/zircon.h>
+
+#include "status_names.h"
 
 // Each status macro (this library's, or on Fuchsia the system's) has the list's value.
 #define ZXS_STATUS_CHECK_(name, value) \
@@ -10,8 +10,7 @@
 ZXS_STATUS_MAP(ZXS_STATUS_CHECK_)
 #undef ZXS_STATUS_CHECK_
 
-// The name of a listed status, or NULL.
-static const char* status_name(zx_status_t status) {
+const char* zxs_status_name(zx_status_t status) {
   switch (status) {
 #define ZXS_STATUS_CASE_(name, value) \
   case (value):                       \
@@ -24,25 +23,9 @@ static const char* status_name(zx_status_t status) {
 }
 
 const char* zxs_status_string(zx_status_t status) {
-  const char* name = status_name(status);
+  const char* name = zxs_status_name(status);
   return name != NULL ? name : "(unknown)";
 }
-
-#if !defined(__Fuchsia__)
-
-const char* zx_status_get_string(zx_status_t status) {
-  const char* name = status_name(status);
-  return name != NULL ? name : "(UNKNOWN)";
-}
-
-// The kernel's four-argument zx_sampler_create. zircon.h defines a macro of the same name (the
-// four- and five-argument forms); the parentheses keep it from expanding here.
-zx_status_t(zx_sampler_create)(zx_handle_t rsrc, uint64_t options,
-                               const zx_sampler_config_t* config, zx_handle_t* iob_out) {
-  return zxs_sampler_create(rsrc, options, config, sizeof(zx_sampler_config_t), iob_out);
-}
-
-#endif  // !__Fuchsia__
 
 const char* zxs_sample_source_name(zxs_sample_source_t source) {
   switch (source) {
