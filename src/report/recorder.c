@@ -244,6 +244,16 @@ static void* writer_main(void* unused) {
 
 // --- Start, attach, stop ----------------------------------------------------------------------
 
+// In the child of a fork the writer thread and the session stayed in the parent (the session
+// layer forgets its side): the child's recorder is simply not running.
+static void forget_after_fork(void) {
+  atomic_store(&g_running, false);
+  g_iob = ZX_HANDLE_INVALID;
+  pthread_mutex_init(&g_lock, NULL);  // one thread now: nobody else can hold it
+}
+
+static void register_atfork(void) { (void)pthread_atfork(NULL, NULL, forget_after_fork); }
+
 static zx_status_t check_options(const zxs_recorder_options_t* o) {
   for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++) {
     if (o->reserved[i] != 0) return ZX_ERR_INVALID_ARGS;
@@ -285,6 +295,8 @@ static zx_status_t create_session(zx_handle_t* iob) {
 
 zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
   static const zxs_recorder_options_t kDefaults = {0};
+  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+  pthread_once(&atfork_once, register_atfork);
   if (options == NULL) options = &kDefaults;
   zx_status_t status = check_options(options);
   if (status != ZX_OK) return status;
