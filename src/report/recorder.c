@@ -6,6 +6,7 @@
 // CAS) -> READY (published with release) -> FREE (the writer is done). The writer sleeps on a
 // semaphore that raisers post (sem_post is async-signal-safe and never blocks).
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -108,10 +109,12 @@ static void copy_name(char* dst, const char* name, const char* fallback) {
   dst[n] = '\0';
 }
 
-// [signal-safe] Hands a filled slot to the writer.
+// [signal-safe] Hands a filled slot to the writer (errno kept: a signal handler may be here).
 static void publish(alert_t* a) {
+  const int saved = errno;
   atomic_store_explicit(&a->state, SLOT_READY, memory_order_release);
   sem_post(&g_wake);
+  errno = saved;
 }
 
 zx_status_t zxs_trace_alert(const char* name) {
@@ -128,16 +131,20 @@ zx_status_t zxs_trace_alert(const char* name) {
 }
 
 void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
+  const int saved = errno;  // async-signal-safe callers expect it kept
   d->budget = budget;
   d->fields = zxs_prim_runtime_self_now(&d->cpu_begin, &d->queue_begin);
   d->begin = now_ns();  // last: the reads above belong to the period's start, not to it
+  errno = saved;
 }
 
 bool zxs_deadline_end(zxs_deadline_t* d) {
   const zx_time_t end = now_ns();
   if (end - d->begin <= d->budget) return false;
+  const int saved = errno;
   int64_t cpu, queue;
   const uint32_t fields = zxs_prim_runtime_self_now(&cpu, &queue) & d->fields;
+  errno = saved;
   alert_t* a;
   if (claim_slot(end, &a) == ZX_OK) {
     copy_name(a->name, d->name, "deadline");
