@@ -2,12 +2,12 @@
 // trace of the moment a deadline was missed.
 //
 //   zxs_recorder_options_t options = {.window = ZX_SEC(2), .output_dir = "/tmp/alerts"};
-//   zxs_recorder_start(&options);             // samples the calling thread from now on
-//   zxs_deadline_t d = {.name = "mixer"};     // other threads:
-//   zxs_recorder_attach_current_thread() for (;;) {
-//     zxs_deadline_begin(&d, ZX_MSEC(10));    // one period of a real-time loop
+//   zxs_recorder_start(&options);           // samples the calling thread from now on
+//   zxs_deadline_t d = {.name = "mixer"};   // (other threads: attach_current_thread)
+//   for (;;) {
+//     zxs_deadline_begin(&d, ZX_MSEC(10));  // one period of a real-time loop
 //     mix();
-//     zxs_deadline_end(&d);                   // late? then an alert with that period's breakdown
+//     zxs_deadline_end(&d);                 // late? an alert with that period's breakdown
 //     ...
 //   }
 //   zxs_recorder_stop();

@@ -21,8 +21,8 @@ typedef enum zxs_write_result {
 // path holds it across the whole sample, stack walk included, so stop waits for all of it.
 // Checks that the CPU serves `session_gen`, reserves space atomically and writes the kernel's
 // record (fxt-records.md): header, 0, ts, pid, tid, 8n, n PCs; a ring region (percpu_ring.h)
-// takes it in its next slot. Counts the outcome in the CPU's
-// counters (written / dropped_full / dropped_other).
+// takes it in its next slot instead. Counts the outcome in the CPU's counters (written /
+// dropped_full / dropped_other).
 zxs_write_result_t zxs_sample_write(zxs_percpu_t* cpu, uint32_t session_gen, uint64_t ticks,
                                     uint64_t pid, uint64_t tid, const uint64_t* pcs, size_t n);
 

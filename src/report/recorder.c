@@ -6,6 +6,7 @@
 // CAS) -> READY (published with release) -> FREE (the writer is done). The writer sleeps on a
 // semaphore that raisers post (sem_post is async-signal-safe and never blocks).
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -108,10 +109,12 @@ static void copy_name(char* dst, const char* name, const char* fallback) {
   dst[n] = '\0';
 }
 
-// [signal-safe] Hands a filled slot to the writer.
+// [signal-safe] Hands a filled slot to the writer (errno kept: a signal handler may be here).
 static void publish(alert_t* a) {
+  const int saved = errno;
   atomic_store_explicit(&a->state, SLOT_READY, memory_order_release);
   sem_post(&g_wake);
+  errno = saved;
 }
 
 zx_status_t zxs_trace_alert(const char* name) {
@@ -128,16 +131,20 @@ zx_status_t zxs_trace_alert(const char* name) {
 }
 
 void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
+  const int saved = errno;  // async-signal-safe callers expect it kept
   d->budget = budget;
   d->fields = zxs_prim_runtime_self_now(&d->cpu_begin, &d->queue_begin);
   d->begin = now_ns();  // last: the reads above belong to the period's start, not to it
+  errno = saved;
 }
 
 bool zxs_deadline_end(zxs_deadline_t* d) {
   const zx_time_t end = now_ns();
   if (end - d->begin <= d->budget) return false;
+  const int saved = errno;
   int64_t cpu, queue;
   const uint32_t fields = zxs_prim_runtime_self_now(&cpu, &queue) & d->fields;
+  errno = saved;
   alert_t* a;
   if (claim_slot(end, &a) == ZX_OK) {
     copy_name(a->name, d->name, "deadline");
@@ -244,6 +251,16 @@ static void* writer_main(void* unused) {
 
 // --- Start, attach, stop ----------------------------------------------------------------------
 
+// In the child of a fork the writer thread and the session stayed in the parent (the session
+// layer forgets its side): the child's recorder is simply not running.
+static void forget_after_fork(void) {
+  atomic_store(&g_running, false);
+  g_iob = ZX_HANDLE_INVALID;
+  pthread_mutex_init(&g_lock, NULL);  // one thread now: nobody else can hold it
+}
+
+static void register_atfork(void) { (void)pthread_atfork(NULL, NULL, forget_after_fork); }
+
 static zx_status_t check_options(const zxs_recorder_options_t* o) {
   for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++) {
     if (o->reserved[i] != 0) return ZX_ERR_INVALID_ARGS;
@@ -285,6 +302,8 @@ static zx_status_t create_session(zx_handle_t* iob) {
 
 zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
   static const zxs_recorder_options_t kDefaults = {0};
+  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+  pthread_once(&atfork_once, register_atfork);
   if (options == NULL) options = &kDefaults;
   zx_status_t status = check_options(options);
   if (status != ZX_OK) return status;

@@ -122,9 +122,10 @@ zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_
   if (status == ZX_OK && events != NULL) status = events->status;
   if (status == ZX_OK) {
     const size_t events_len = events != NULL ? events->len : 0;
+    // (An empty buffer has no data pointer, which fwrite must not be given.)
     if (fwrite(head.data, 1, head.len, out) != head.len ||
         (events_len != 0 && fwrite(events->data, 1, events_len, out) != events_len) ||
-        fwrite(samples->data, 1, samples->len, out) != samples->len) {
+        (samples->len != 0 && fwrite(samples->data, 1, samples->len, out) != samples->len)) {
       status = ZX_ERR_IO;
     }
   }
