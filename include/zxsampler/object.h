@@ -54,13 +54,23 @@ ZXS_API zx_status_t zxs_object_get_info(zx_handle_t handle, zx_object_info_topic
 ZXS_API zx_handle_t zxs_vmar_root_self(void);
 
 // Maps `region_len` bytes of region `region_index` of an IOBuffer, from `region_offset`,
-// read-only. `options` must ask for ZX_VM_PERM_READ and nothing else (ZX_VM_SPECIFIC is not
-// supported; `vmar_offset` must be 0). The mapping stays valid after the handle is closed and
-// after a new session is created, until zxs_vmar_unmap().
+// read-only. `options` must have ZX_VM_PERM_READ and may add what the kernel accepts and a host
+// mapping honours alike: ZX_VM_MAP_RANGE, ZX_VM_ALLOW_FAULTS, ZX_VM_REQUIRE_NON_RESIZABLE,
+// ZX_VM_PERM_READ_IF_XOM_UNSUPPORTED, and a ZX_VM_ALIGN_* up to the page size. The mapping
+// stays valid after the handle is closed and after a new session is created, until
+// zxs_vmar_unmap().
 //   vmar: handle errors (a VMAR); iob: handle errors (needs ZX_RIGHT_MAP and ZX_RIGHT_READ).
-//   ZX_ERR_ACCESS_DENIED  write or execute permission asked for.
+//   ZX_ERR_ACCESS_DENIED  write or execute permission asked for (the program's endpoint may
+//                         only read the regions).
 //   ZX_ERR_INVALID_ARGS   region_len 0, offset or length not page-aligned, no read permission,
-//                         mapped_addr NULL, vmar_offset != 0, ZX_VM_SPECIFIC.
+//                         mapped_addr NULL, an option not taken here (an unknown bit, an
+//                         alignment field other than 0 or 10..32, ZX_VM_COMPACT, the
+//                         ZX_VM_CAN_MAP_* of VMARs), vmar_offset != 0 without ZX_VM_SPECIFIC,
+//                         ZX_VM_SPECIFIC_OVERWRITE or ZX_VM_OFFSET_IS_UPPER_LIMIT, or not
+//                         page-aligned.
+//   ZX_ERR_NOT_SUPPORTED  options the kernel accepts that place the mapping (ZX_VM_SPECIFIC,
+//                         ZX_VM_SPECIFIC_OVERWRITE, ZX_VM_OFFSET_IS_UPPER_LIMIT) or align it
+//                         beyond the page size: the host chooses where a mapping goes.
 //   ZX_ERR_OUT_OF_RANGE   no such region, or offset + length past its end.
 ZXS_API zx_status_t zxs_vmar_map_iob(zx_handle_t vmar, zx_vm_option_t options, size_t vmar_offset,
                                      zx_handle_t iob, uint32_t region_index, uint64_t region_offset,

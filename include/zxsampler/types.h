@@ -356,8 +356,8 @@ typedef uint64_t zx_koid_t;
 #define ZX_KOID_KERNEL ((uint64_t)1)
 #define ZX_KOID_FIRST ((uint64_t)1024)
 
-// VMAR mapping options. zx_vmar_map_iob() and zx_vmar_map() accept ZX_VM_PERM_READ alone
-// (see object.h); the others are named so that programs using them compile.
+// VMAR mapping options. Which of them zx_vmar_map_iob() and zx_vmar_map() accept: object.h;
+// the others are named so that programs using them compile.
 typedef uint32_t zx_vm_option_t;
 #define ZX_VM_PERM_READ ((zx_vm_option_t)(1u << 0))
 #define ZX_VM_PERM_WRITE ((zx_vm_option_t)(1u << 1))
@@ -461,8 +461,9 @@ typedef struct zx_iob_discipline {
 typedef uint32_t zx_iob_region_type_t;
 #define ZX_IOB_REGION_TYPE_PRIVATE ((zx_iob_region_type_t)(0u))
 
-// Which endpoint may map or access a region through its discipline. The sampler's IOBuffer has
-// one endpoint (0).
+// Which endpoint may map or access a region through its discipline. The sampler's regions are
+// the kernel's: EP0 (its own, writing) maps them read-write, EP1 (the program's handle)
+// read-only: 0x13.
 typedef uint32_t zx_iob_access_t;
 #define ZX_IOB_ACCESS_EP0_CAN_MAP_READ ((zx_iob_access_t)(1u << 0))
 #define ZX_IOB_ACCESS_EP0_CAN_MAP_WRITE ((zx_iob_access_t)(1u << 1))

@@ -171,9 +171,9 @@ typedef struct zxs_perfmon_run zxs_perfmon_run_t;
 // 0 for what the host lacks or does not tell.
 void zxs_prim_perfmon_properties(zxs_perfmon_properties_t* properties);
 // ZX_OK when this process may monitor every CPU; ZX_ERR_ACCESS_DENIED when the host refuses it;
-// ZX_ERR_NOT_SUPPORTED when there is no performance monitor to use. A backend without one (the
-// Fuchsia backend until it is wired to the fuchsia.perfmon.cpu service) answers NOT_SUPPORTED
-// here and the rest is never called.
+// ZX_ERR_NOT_SUPPORTED when there is no performance monitor to use. A backend without one
+// answers NOT_SUPPORTED here and the rest is never called. (On Fuchsia the controller is the
+// fuchsia.perfmon.cpu service: the build replaces the whole controller, perfmon_fuchsia.c.)
 zx_status_t zxs_prim_perfmon_check_access(void);
 // Whether the host can collect event `id`: ZX_OK (*counting: a count rather than a value),
 // ZX_ERR_NOT_SUPPORTED (an event it knows but cannot collect here), ZX_ERR_INVALID_ARGS (no

@@ -517,7 +517,10 @@ zx_status_t zxs_session_get_info(zx_handle_t handle, zx_object_info_topic_t topi
       zx_iob_region_info_t info;
       memset(&info, 0, sizeof(info));
       info.region.type = ZX_IOB_REGION_TYPE_PRIVATE;
-      info.region.access = ZX_IOB_EP0_CAN_MAP_READ;
+      // As the kernel configures the sampler's regions: endpoint 0 (its own, writing) maps them
+      // read-write, endpoint 1 (the handle a program holds) read-only.
+      info.region.access = ZX_IOB_ACCESS_EP0_CAN_MAP_READ | ZX_IOB_ACCESS_EP0_CAN_MAP_WRITE |
+                           ZX_IOB_ACCESS_EP1_CAN_MAP_READ;
       info.region.size = s->regions[i].size;
       info.region.discipline.type = ZX_IOB_DISCIPLINE_TYPE_NONE;
       info.koid = s->region_koids[i];

@@ -35,6 +35,18 @@ zx_status_t zxs_vmo_create(size_t size, zx_rights_t rights, zx_handle_t* out, zx
   return ZX_OK;
 }
 
+// Options Fuchsia's kernel honours for a mapping and a host mapping honours the same way:
+// MAP_RANGE (commit now: a host commits on first touch, same contents), REQUIRE_NON_RESIZABLE
+// (regions never resize), ALLOW_FAULTS, READ_IF_XOM_UNSUPPORTED (with PERM_READ), and an
+// alignment up to the page size (every mapping has it).
+#define HOST_MAP_OPTIONS                                                    \
+  (ZX_VM_PERM_READ | ZX_VM_PERM_READ_IF_XOM_UNSUPPORTED | ZX_VM_MAP_RANGE | \
+   ZX_VM_REQUIRE_NON_RESIZABLE | ZX_VM_ALLOW_FAULTS)
+// Options the kernel accepts that place the mapping in the VMAR: the backend's mapping goes
+// where the host puts it, so these are NOT_SUPPORTED here (as is a larger alignment).
+#define PLACEMENT_OPTIONS (ZX_VM_SPECIFIC | ZX_VM_SPECIFIC_OVERWRITE | ZX_VM_OFFSET_IS_UPPER_LIMIT)
+#define ALIGN_MASK ((zx_vm_option_t)0xffu << ZX_VM_ALIGN_BASE)
+
 zx_status_t zxs_map_region(const zxs_prim_region_t* region, zx_vm_option_t options,
                            size_t vmar_offset, uint64_t region_offset, size_t region_len,
                            zx_vaddr_t* mapped_addr) {
@@ -42,9 +54,18 @@ zx_status_t zxs_map_region(const zxs_prim_region_t* region, zx_vm_option_t optio
   zxs_prim_get_caps(&caps);
   const uint64_t page_mask = caps.page_size - 1;
   if ((options & (ZX_VM_PERM_WRITE | ZX_VM_PERM_EXECUTE)) != 0) return ZX_ERR_ACCESS_DENIED;
-  if (options != ZX_VM_PERM_READ || vmar_offset != 0 || mapped_addr == NULL || region_len == 0 ||
+  // The kernel's alignment field: 0, or log2 of 1 KiB .. 4 GiB.
+  const uint32_t align_pow2 = (options & ALIGN_MASK) >> ZX_VM_ALIGN_BASE;
+  const bool placed = (options & PLACEMENT_OPTIONS) != 0;
+  if ((options & ~(HOST_MAP_OPTIONS | PLACEMENT_OPTIONS | ALIGN_MASK)) != 0 ||
+      (align_pow2 != 0 && (align_pow2 < 10 || align_pow2 > 32)) ||
+      (options & ZX_VM_PERM_READ) == 0 || (vmar_offset != 0 && !placed) ||
+      (vmar_offset & page_mask) != 0 || mapped_addr == NULL || region_len == 0 ||
       (region_len & page_mask) != 0 || (region_offset & page_mask) != 0) {
     return ZX_ERR_INVALID_ARGS;
+  }
+  if (placed || (align_pow2 != 0 && ((uint64_t)1 << align_pow2) > caps.page_size)) {
+    return ZX_ERR_NOT_SUPPORTED;
   }
   if (region_offset > region->size || region_len > region->size - region_offset) {
     return ZX_ERR_OUT_OF_RANGE;

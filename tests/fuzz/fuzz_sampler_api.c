@@ -886,9 +886,13 @@ static void op_map(stream_t* s) {
              ZX_OK) {
   } else if ((options & (ZX_VM_PERM_WRITE | ZX_VM_PERM_EXECUTE)) != 0) {
     want = ZX_ERR_ACCESS_DENIED;
-  } else if (options != ZX_VM_PERM_READ || vmar_offset != 0 || out_null || region_len == 0 ||
-             region_len % PAGE != 0 || region_offset % PAGE != 0) {
+  } else if ((options & ~(ZX_VM_PERM_READ | ZX_VM_SPECIFIC)) != 0 ||
+             (options & ZX_VM_PERM_READ) == 0 ||
+             (vmar_offset != 0 && (options & ZX_VM_SPECIFIC) == 0) || vmar_offset % PAGE != 0 ||
+             out_null || region_len == 0 || region_len % PAGE != 0 || region_offset % PAGE != 0) {
     want = ZX_ERR_INVALID_ARGS;
+  } else if ((options & ZX_VM_SPECIFIC) != 0) {
+    want = ZX_ERR_NOT_SUPPORTED;  // the kernel places the mapping; a host mapping cannot
   } else if (region_index >= ss->region_count || region_offset > ss->region_size ||
              region_len > ss->region_size - region_offset) {
     want = ZX_ERR_OUT_OF_RANGE;
@@ -900,7 +904,8 @@ static void op_map(stream_t* s) {
   const zx_status_t got = zxs_vmar_map_iob(vmar, options, vmar_offset, iob, region_index,
                                            region_offset, region_len, out_null ? NULL : &addr);
   EXPECT_AMONG("zxs_vmar_map_iob", got, ZX_OK, ZX_ERR_BAD_HANDLE, ZX_ERR_WRONG_TYPE,
-               ZX_ERR_ACCESS_DENIED, ZX_ERR_INVALID_ARGS, ZX_ERR_OUT_OF_RANGE);
+               ZX_ERR_ACCESS_DENIED, ZX_ERR_INVALID_ARGS, ZX_ERR_NOT_SUPPORTED,
+               ZX_ERR_OUT_OF_RANGE);
   EXPECT_STATUS("zxs_vmar_map_iob", got, want);
   if (got != ZX_OK) return;
   CHECK(addr % PAGE == 0);

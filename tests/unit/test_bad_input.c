@@ -1046,8 +1046,29 @@ static zx_status_t region_iter_empty(void) {
   X(map_write_before_range, ZX_ERR_ACCESS_DENIED, NONE,                                            \
     map_st(f->vmar, ZX_VM_PERM_WRITE, 0, f->iob, 99, 0, PAGE))                                     \
   X(map_no_permission, ZX_ERR_INVALID_ARGS, NONE, map_st(f->vmar, 0, 0, f->iob, 0, 0, PAGE))       \
-  X(map_specific, ZX_ERR_INVALID_ARGS, NONE,                                                       \
+  X(map_specific, ZX_ERR_NOT_SUPPORTED, NONE,                                                      \
     map_st(f->vmar, ZX_VM_PERM_READ | ZX_VM_SPECIFIC, 0, f->iob, 0, 0, PAGE))                      \
+  X(map_specific_offset, ZX_ERR_NOT_SUPPORTED, NONE,                                               \
+    map_st(f->vmar, ZX_VM_PERM_READ | ZX_VM_SPECIFIC, PAGE, f->iob, 0, 0, PAGE))                   \
+  X(map_specific_overwrite, ZX_ERR_NOT_SUPPORTED, NONE,                                            \
+    map_st(f->vmar, ZX_VM_PERM_READ | ZX_VM_SPECIFIC_OVERWRITE, 0, f->iob, 0, 0, PAGE))            \
+  X(map_offset_upper_limit, ZX_ERR_NOT_SUPPORTED, NONE,                                            \
+    map_st(f->vmar, ZX_VM_PERM_READ | ZX_VM_OFFSET_IS_UPPER_LIMIT, PAGE, f->iob, 0, 0, PAGE))      \
+  X(map_specific_before_range, ZX_ERR_NOT_SUPPORTED, NONE,                                         \
+    map_st(f->vmar, ZX_VM_PERM_READ | ZX_VM_SPECIFIC, 0, f->iob, 99, 0, PAGE))                     \
+  X(map_honoured_options, ZX_OK, NONE,                                                             \
+    map_st(f->vmar,                                                                                \
+           ZX_VM_PERM_READ | ZX_VM_MAP_RANGE | ZX_VM_ALLOW_FAULTS | ZX_VM_REQUIRE_NON_RESIZABLE |  \
+               ZX_VM_PERM_READ_IF_XOM_UNSUPPORTED,                                                 \
+           0, f->iob, 0, 0, PAGE))                                                                 \
+  X(map_align_page, ZX_OK, NONE,                                                                   \
+    map_st(f->vmar, ZX_VM_PERM_READ | ZX_VM_ALIGN_4KB, 0, f->iob, 0, 0, PAGE))                     \
+  X(map_align_2mb, ZX_ERR_NOT_SUPPORTED, NONE,                                                     \
+    map_st(f->vmar, ZX_VM_PERM_READ | ZX_VM_ALIGN_2MB, 0, f->iob, 0, 0, PAGE))                     \
+  X(map_align_below_1kb, ZX_ERR_INVALID_ARGS, NONE,                                                \
+    map_st(f->vmar, ZX_VM_PERM_READ | (9u << ZX_VM_ALIGN_BASE), 0, f->iob, 0, 0, PAGE))            \
+  X(map_compact, ZX_ERR_INVALID_ARGS, NONE,                                                        \
+    map_st(f->vmar, ZX_VM_PERM_READ | ZX_VM_COMPACT, 0, f->iob, 0, 0, PAGE))                       \
   X(map_unknown_option, ZX_ERR_INVALID_ARGS, NONE,                                                 \
     map_st(f->vmar, ZX_VM_PERM_READ | (1u << 30), 0, f->iob, 0, 0, PAGE))                          \
   X(map_vmar_offset, ZX_ERR_INVALID_ARGS, NONE,                                                    \

@@ -144,6 +144,12 @@ static void regions_one_per_online_cpu_page_rounded(void** state) {
   for (size_t i = 0; i < 3; i++) {
     assert_int_equal(regions[i].region.size, 8192);  // 5000 rounded to 4096-byte pages
     assert_int_equal(regions[i].region.discipline.type, ZX_IOB_DISCIPLINE_NONE);
+    assert_int_equal(regions[i].region.type, ZX_IOB_REGION_TYPE_PRIVATE);
+    // The kernel's access bits: its endpoint maps read-write, the program's read-only (0x13).
+    assert_int_equal(regions[i].region.access, ZX_IOB_ACCESS_EP0_CAN_MAP_READ |
+                                                   ZX_IOB_ACCESS_EP0_CAN_MAP_WRITE |
+                                                   ZX_IOB_ACCESS_EP1_CAN_MAP_READ);
+    assert_int_equal(regions[i].region.access, 0x13);
     assert_int_not_equal(regions[i].koid, ZX_KOID_INVALID);
   }
   // A buffer for one: actual 1, avail 3.
