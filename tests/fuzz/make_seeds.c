@@ -204,6 +204,29 @@ static void trace_seeds(void) {
   for (size_t n = 1; n <= 8; n++) put_sample(&buf, 1000 * n, n * 8);
   write_seed("trace", "profile", buf.data, buf.len);
 
+  // A flight recorder's alert: an instant event with the late period's breakdown, then samples.
+  zxs_fxt_buf_reset(&buf);
+  must(zxs_fxt_write_magic(&buf), "magic");
+  must(zxs_fxt_write_initialization(&buf, 1000000000u), "init");
+  must(zxs_fxt_write_kernel_object(&buf, &process, NULL, 0), "process");
+  must(zxs_fxt_write_kernel_object(&buf, &thread, &parent, 1), "thread");
+  must(zxs_fxt_write_string(&buf, 1, "alert", 5), "category");
+  static const char* const kBreakdown[] = {"wall",       "budget",          "cpu_time",
+                                           "queue_time", "page_fault_time", "lock_contention_time"};
+  zxs_fxt_arg_t breakdown[6];
+  for (size_t i = 0; i < 6; i++) {
+    breakdown[i] = (zxs_fxt_arg_t){.type = ZXS_FXT_ARG_UINT64,
+                                   .name = zxs_fxt_str_inline(kBreakdown[i], strlen(kBreakdown[i])),
+                                   .u64 = 1000000 * (i + 1)};
+  }
+  zxs_fxt_event_t alert = {.ticks = 9000,
+                           .thread = {.process_koid = 42, .thread_koid = 1001},
+                           .category = zxs_fxt_str_index(1),
+                           .name = zxs_fxt_str_inline("mixer", 5)};
+  must(zxs_fxt_write_instant_event(&buf, &alert, breakdown, 6), "alert");
+  for (size_t n = 1; n <= 8; n++) put_sample(&buf, 1000 * n, n * 8);
+  write_seed("trace", "alert", buf.data, buf.len);
+
   // References to table entries never defined.
   zxs_fxt_buf_reset(&buf);
   must(zxs_fxt_write_magic(&buf), "magic");
