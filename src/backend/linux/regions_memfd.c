@@ -43,13 +43,7 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
   if (fd < 0) {
     return errno == ENOSYS ? ZX_ERR_NO_MEMORY : zxs_linux_status(errno);
   }
-  // A new file grown by ftruncate reads as zeros, and pages are only allocated when written.
-  if (ftruncate(fd, (off_t)size) != 0) {
-    zx_status_t status = zxs_linux_status(errno);
-    close(fd);
-    return status == ZX_ERR_INVALID_ARGS ? ZX_ERR_NO_MEMORY : status;
-  }
-  zx_status_t status = zxs_fd_region_map(fd, size, out);
+  zx_status_t status = zxs_fd_region_init(fd, size, out);
   if (status != ZX_OK) {
     close(fd);
     return status;

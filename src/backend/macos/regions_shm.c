@@ -46,13 +46,7 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
   if (fd < 0) {
     return errno == EEXIST ? ZX_ERR_NO_RESOURCES : zxs_backend_errno_status(errno);
   }
-  if (ftruncate(fd, (off_t)size) != 0) {
-    zx_status_t status = zxs_backend_errno_status(errno);
-    status = status == ZX_ERR_INVALID_ARGS ? ZX_ERR_NO_MEMORY : status;
-    close(fd);
-    return status;
-  }
-  const zx_status_t status = zxs_fd_region_map(fd, size, out);
+  const zx_status_t status = zxs_fd_region_init(fd, size, out);
   if (status != ZX_OK) {
     close(fd);
   }

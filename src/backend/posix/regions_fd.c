@@ -6,11 +6,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-zx_status_t zxs_fd_region_map(int fd, size_t size, zxs_prim_region_t* out) {
+// The status for a failed ftruncate or mmap: an argument they refuse is a size they cannot give.
+static zx_status_t sizing_status(int err) {
+  const zx_status_t status = zxs_backend_errno_status(err);
+  return status == ZX_ERR_INVALID_ARGS ? ZX_ERR_NO_MEMORY : status;
+}
+
+zx_status_t zxs_fd_region_init(int fd, size_t size, zxs_prim_region_t* out) {
+  // Pages are only allocated when written.
+  if (ftruncate(fd, (off_t)size) != 0) {
+    return sizing_status(errno);
+  }
   void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
-    const zx_status_t status = zxs_backend_errno_status(errno);
-    return status == ZX_ERR_INVALID_ARGS ? ZX_ERR_NO_MEMORY : status;
+    return sizing_status(errno);
   }
   out->base = base;
   out->size = size;
