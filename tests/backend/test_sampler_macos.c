@@ -5,6 +5,8 @@
 //
 // No timed assertion: the threads spin for CPU time and the checks are about which threads were
 // sampled, where, and in what order things happened.
+#include <mach-o/dyld.h>
+#include <mach-o/loader.h>
 #include <mach/mach.h>
 #include <mach/mach_time.h>
 #include <pthread.h>
@@ -406,6 +408,63 @@ static void thread_churn(void** state) {
   assert_int_equal(zx_handle_close(iob), ZX_OK);
 }
 
+// Periods below the sampler thread's floor (100 us) are raised to it, and said in the stats (as
+// the timer's resolution, not throttling); a thread's samples all go to the region of its slot
+// (no CPU attribution), in time order.
+static void period_floor_and_one_region_per_thread(void** state) {
+  (void)state;
+  spinner_t a = {0}, b = {0};
+  spinner_start(&a);
+  spinner_start(&b);
+  zx_handle_t iob = create_session(ZX_SAMPLER_MIN_PERIOD, 4u << 20);
+  assert_int_equal(attach(iob, a.thread), ZX_OK);
+  assert_int_equal(attach(iob, b.thread), ZX_OK);
+  assert_int_equal(zxs_sampler_start(iob), ZX_OK);
+  const mach_port_t port = pthread_mach_thread_np(a.thread);
+  const uint64_t start = thread_cpu_ns(port);
+  while (thread_cpu_ns(port) - start < 50000000u) sleep_ms(5);
+  assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
+  zxs_sampler_stats_t stats;
+  assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
+  assert_int_equal(stats.requested_period, ZX_SAMPLER_MIN_PERIOD);
+  assert_int_equal(stats.effective_period, 100000);
+  assert_int_equal(stats.throttled, 0);
+
+  const zx_koid_t koids[2] = {koid_of(a.thread), koid_of(b.thread)};
+  int64_t region_of[2] = {-1, -1};
+  uint64_t last_ticks[2] = {0, 0};
+  size_t samples[2] = {0, 0};
+  zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
+  size_t actual = 0;
+  assert_int_equal(
+      zx_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions), &actual, NULL), ZX_OK);
+  for (uint32_t r = 0; r < actual; r++) {
+    zx_vaddr_t addr = 0;
+    assert_int_equal(zx_vmar_map_iob(zx_vmar_root_self(), ZX_VM_PERM_READ, 0, iob, r, 0,
+                                     regions[r].region.size, &addr),
+                     ZX_OK);
+    zxs_fxt_region_iter_t it;
+    zxs_fxt_record_t rec;
+    zxs_fxt_region_iter_init(&it, (const uint8_t*)addr, regions[r].region.size);
+    while (zxs_fxt_region_next(&it, &rec)) {
+      const int t = rec.blob.thread.thread_koid == koids[0] ? 0 : 1;
+      assert_int_equal(rec.blob.thread.thread_koid, koids[t]);
+      if (region_of[t] < 0) region_of[t] = r;
+      assert_int_equal(region_of[t], r);  // one region per thread
+      assert_true(rec.blob.ticks >= last_ticks[t]);
+      last_ticks[t] = rec.blob.ticks;
+      samples[t]++;
+    }
+    assert_int_equal(zx_vmar_unmap(zx_vmar_root_self(), addr, regions[r].region.size), ZX_OK);
+  }
+  assert_true(samples[0] > 0 && samples[1] > 0);
+  // Two slots next to each other land in two regions where there are two or more.
+  if (actual > 1) assert_int_not_equal(region_of[0], region_of[1]);
+  assert_int_equal(zx_handle_close(iob), ZX_OK);
+  spinner_join(&a);
+  spinner_join(&b);
+}
+
 #if ZXS_MACH_DOUBLE
 // Stop while a suspension is in flight: the double holds the target suspended inside
 // thread_suspend (the hook) until stop has been called; stop must return only after the target
@@ -455,6 +514,28 @@ static void stop_waits_for_suspension_in_flight(void** state) {
   spinner_join(&s);
 }
 #endif
+
+// The main executable's LC_UUID as dyld shows it, in hex; false when it has none.
+static bool main_uuid_hex(char hex[33]) {
+  for (uint32_t i = 0; i < _dyld_image_count(); i++) {
+    const struct mach_header_64* h =
+        (const struct mach_header_64*)(const void*)_dyld_get_image_header(i);
+    if (h == NULL || h->magic != MH_MAGIC_64 || h->filetype != MH_EXECUTE) continue;
+    const uint8_t* cmd = (const uint8_t*)(h + 1);
+    for (uint32_t c = 0; c < h->ncmds; c++) {
+      struct load_command lc;
+      memcpy(&lc, cmd, sizeof(lc));
+      if (lc.cmd == LC_UUID) {
+        struct uuid_command u;
+        memcpy(&u, cmd, sizeof(u));
+        for (int b = 0; b < 16; b++) snprintf(hex + 2 * b, 3, "%02x", u.uuid[b]);
+        return true;
+      }
+      cmd += lc.cmdsize;
+    }
+  }
+  return false;
+}
 
 // The profiler API (profiler.h) end to end: record this thread and another into an FXT file,
 // read it back: samples, both threads, the modules from dyld (no vDSO on macOS), ticks at Mach
@@ -530,6 +611,19 @@ static void profiler_records_and_converts(void** state) {
   }
   fclose(f);
   assert_true(attributed);
+  // The trace keeps the executable's LC_UUID as its build ID (the markup export names it).
+  char uuid[33];
+  assert_true(main_uuid_hex(uuid));
+  assert_int_equal(zxs_profile_convert(path, top, ZXS_FORMAT_MARKUP, error, sizeof(error)), ZX_OK);
+  f = fopen(top, "r");
+  assert_non_null(f);
+  bool identified = false;
+  while (fgets(line, sizeof(line), f) != NULL) {
+    identified |= strstr(line, "{{{module:") != NULL &&
+                  strstr(line, "test_sampler_macos") != NULL && strstr(line, uuid) != NULL;
+  }
+  fclose(f);
+  assert_true(identified);
   unlink(top);
   unlink(path);
 }
@@ -544,6 +638,7 @@ int main(void) {
     cmocka_unit_test(exited_threads_are_detached),
     cmocka_unit_test(sampler_never_waits_on_malloc),
     cmocka_unit_test(thread_churn),
+    cmocka_unit_test(period_floor_and_one_region_per_thread),
 #if ZXS_MACH_DOUBLE
     cmocka_unit_test(stop_waits_for_suspension_in_flight),
 #endif
