@@ -9,12 +9,12 @@
 // the loader's lock. The thread is resumed on every path.
 //
 // "Running" is thread_info(THREAD_BASIC_INFO)'s run state, TH_STATE_RUNNING (on a CPU or ready
-// for one), read before the suspend. Not "CPU time advanced since the last tick": the kernel
-// brings the CPU time of a thread that runs on another CPU up to date only when that CPU enters
-// the kernel (a context switch, an interrupt), so a thread that spins in user space would show
-// no progress for whole quanta and lose the ticks in between. The run state is exact at the
-// instant; the price is that a thread ready but waiting for a CPU is sampled too (where it was
-// preempted), which Linux's CPU-time sources would not do.
+// for one), read before the suspend. Not "CPU time advanced since the last tick": XNU answers
+// with the thread's accumulated timers (thread_read_times: timer_grab), which it brings up to
+// date when the thread's CPU switches threads or enters the kernel, so a thread that spins in
+// user space on another CPU would show no progress between interrupts and lose those ticks. The run
+// state is exact at the instant; the price is that a thread ready but waiting for a CPU is sampled
+// too (where it was preempted), which Linux's CPU-time sources would not do.
 //
 // Stop and detach: disarm clears ARMED, then waits until the sampler has released the slot, so
 // when it returns the thread is running and will not be suspended for this slot again; stop's
