@@ -599,9 +599,9 @@ static void profiler_records_and_converts(void** state) {
   char error[256];
   assert_int_equal(zxs_profile_convert(path, top, ZXS_FORMAT_TOP, error, sizeof(error)), ZX_OK);
   // Samples fall in the main executable's segments as dyld described them (slide, LC_SEGMENT_64):
-  // the report attributes them to it. Function names need a Mach-O symbol table reader, not
-  // written yet; the double's LC_UUID (16 bytes of the ELF build ID) does not match its ELF
-  // file's 20-byte ID, so the report rightly leaves the file unread there too.
+  // the report attributes them to it. (Names: on a Mac the report reads the Mach-O file, whose
+  // LC_UUID matches; the double's LC_UUID, 16 bytes of the ELF build ID, does not match its ELF
+  // file's 20-byte ID, so the report rightly leaves that file unread.)
   f = fopen(top, "r");
   assert_non_null(f);
   char line[512];
