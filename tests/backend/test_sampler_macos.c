@@ -611,6 +611,16 @@ static void profiler_records_and_converts(void** state) {
   }
   fclose(f);
   assert_true(attributed);
+#if !ZXS_MACH_DOUBLE
+  // On a Mac the executable is a Mach-O file whose LC_UUID is the trace's: its functions are
+  // named.
+  f = fopen(top, "r");
+  assert_non_null(f);
+  bool named = false;
+  while (fgets(line, sizeof(line), f) != NULL) named |= strstr(line, "macos_busy") != NULL;
+  fclose(f);
+  assert_true(named);
+#endif
   // The trace keeps the executable's LC_UUID as its build ID (the markup export names it).
   char uuid[33];
   assert_true(main_uuid_hex(uuid));
