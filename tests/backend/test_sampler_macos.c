@@ -57,6 +57,13 @@ static uint64_t thread_cpu_ns(mach_port_t port) {
          (uint64_t)(info.user_time.microseconds + info.system_time.microseconds) * 1000u;
 }
 
+// Returns once `thread` has had `ns` more of CPU time.
+static void wait_for_cpu(pthread_t thread, uint64_t ns) {
+  const mach_port_t port = pthread_mach_thread_np(thread);
+  const uint64_t start = thread_cpu_ns(port);
+  while (thread_cpu_ns(port) - start < ns) sleep_ms(5);
+}
+
 static integer_t run_state(pthread_t thread) {
   thread_basic_info_data_t info;
   mach_msg_type_number_t count = THREAD_BASIC_INFO_COUNT;
@@ -185,8 +192,9 @@ static void count_record(const zxs_fxt_record_t* rec, census_t* c) {
   if (i == 0 && pcs[0] >= busy && pcs[0] < busy + 512) c->busy_top++;
 }
 
-// Reads every region of the stopped session into *c.
-static void read_session(zx_handle_t iob, census_t* c) {
+// Calls `fn` for every record of the stopped session, with the region it lies in.
+static void each_record(zx_handle_t iob, void (*fn)(const zxs_fxt_record_t*, uint32_t, void*),
+                        void* ctx) {
   zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
   size_t actual = 0;
   assert_int_equal(
@@ -201,11 +209,19 @@ static void read_session(zx_handle_t iob, census_t* c) {
     zxs_fxt_region_iter_t it;
     zxs_fxt_record_t rec;
     zxs_fxt_region_iter_init(&it, (const uint8_t*)addr, size);
-    while (zxs_fxt_region_next(&it, &rec)) count_record(&rec, c);
+    while (zxs_fxt_region_next(&it, &rec)) fn(&rec, r, ctx);
     assert_int_equal(it.status, ZX_OK);
     assert_int_equal(zx_vmar_unmap(zx_vmar_root_self(), addr, size), ZX_OK);
   }
 }
+
+static void census_record(const zxs_fxt_record_t* rec, uint32_t region, void* ctx) {
+  (void)region;
+  count_record(rec, ctx);
+}
+
+// Reads every region of the stopped session into *c.
+static void read_session(zx_handle_t iob, census_t* c) { each_record(iob, census_record, c); }
 
 static void check_nothing_suspended(void) {
 #if ZXS_MACH_DOUBLE
@@ -229,10 +245,7 @@ static void samples_attached_running_threads_only(void** state) {
   assert_int_equal(attach(iob, sampled.thread), ZX_OK);
   assert_int_equal(attach(iob, blocked.thread), ZX_OK);
   assert_int_equal(zxs_sampler_start(iob), ZX_OK);
-  // Until the spinner has had 150 ms of CPU time.
-  const mach_port_t port = pthread_mach_thread_np(sampled.thread);
-  const uint64_t start = thread_cpu_ns(port);
-  while (thread_cpu_ns(port) - start < 150000000u) sleep_ms(10);
+  wait_for_cpu(sampled.thread, 150000000u);
   assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
   check_nothing_suspended();
 
@@ -327,9 +340,7 @@ static void sampler_never_waits_on_malloc(void** state) {
     assert_int_equal(attach(iob, threads[i].thread), ZX_OK);
   }
   assert_int_equal(zxs_sampler_start(iob), ZX_OK);
-  const mach_port_t port = pthread_mach_thread_np(threads[0].thread);
-  const uint64_t start = thread_cpu_ns(port);
-  while (thread_cpu_ns(port) - start < 100000000u) sleep_ms(10);
+  wait_for_cpu(threads[0].thread, 100000000u);
   assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
   check_nothing_suspended();
   zxs_sampler_stats_t stats;
@@ -338,6 +349,19 @@ static void sampler_never_waits_on_malloc(void** state) {
   atomic_store(&stop, true);
   for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_join(threads[i].thread, NULL), 0);
   assert_int_equal(zx_handle_close(iob), ZX_OK);
+}
+
+typedef struct koid_list {
+  const zx_koid_t* koids;
+  size_t count;
+} koid_list_t;
+
+static void check_known_koid(const zxs_fxt_record_t* rec, uint32_t region, void* ctx) {
+  (void)region;
+  const koid_list_t* list = ctx;
+  bool known = false;
+  for (size_t k = 0; k < list->count; k++) known |= list->koids[k] == rec->blob.thread.thread_koid;
+  assert_true(known);
 }
 
 // Waves of short-lived threads attach (themselves, or from here) while the session samples and
@@ -385,27 +409,29 @@ static void thread_churn(void** state) {
   read_session(iob, &c);
   assert_int_equal(stats.samples_written, c.records);
   // Every record is of a churned thread (census keeps 8 koids: check them all here).
-  zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
-  size_t actual = 0;
-  assert_int_equal(
-      zx_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions), &actual, NULL), ZX_OK);
-  for (uint32_t r = 0; r < actual; r++) {
-    zx_vaddr_t addr = 0;
-    assert_int_equal(zx_vmar_map_iob(zx_vmar_root_self(), ZX_VM_PERM_READ, 0, iob, r, 0,
-                                     regions[r].region.size, &addr),
-                     ZX_OK);
-    zxs_fxt_region_iter_t it;
-    zxs_fxt_record_t rec;
-    zxs_fxt_region_iter_init(&it, (const uint8_t*)addr, regions[r].region.size);
-    while (zxs_fxt_region_next(&it, &rec)) {
-      bool known = false;
-      for (int k = 0; k < WAVES * WAVE; k++) known |= koids[k] == rec.blob.thread.thread_koid;
-      assert_true(known);
-    }
-    assert_int_equal(zx_vmar_unmap(zx_vmar_root_self(), addr, regions[r].region.size), ZX_OK);
-  }
+  koid_list_t churned = {.koids = koids, .count = WAVES * WAVE};
+  each_record(iob, check_known_koid, &churned);
   free(koids);
   assert_int_equal(zx_handle_close(iob), ZX_OK);
+}
+
+// Where each of two threads' samples went, and in what order.
+typedef struct per_thread {
+  zx_koid_t koids[2];
+  int64_t region[2];  // -1 until its first sample
+  uint64_t last_ticks[2];
+  size_t samples[2];
+} per_thread_t;
+
+static void check_one_region(const zxs_fxt_record_t* rec, uint32_t region, void* ctx) {
+  per_thread_t* seen = ctx;
+  const int t = rec->blob.thread.thread_koid == seen->koids[0] ? 0 : 1;
+  assert_int_equal(rec->blob.thread.thread_koid, seen->koids[t]);
+  if (seen->region[t] < 0) seen->region[t] = region;
+  assert_int_equal(seen->region[t], region);  // one region per thread
+  assert_true(rec->blob.ticks >= seen->last_ticks[t]);
+  seen->last_ticks[t] = rec->blob.ticks;
+  seen->samples[t]++;
 }
 
 // Periods below the sampler thread's floor (100 us) are raised to it, and said in the stats (as
@@ -420,9 +446,7 @@ static void period_floor_and_one_region_per_thread(void** state) {
   assert_int_equal(attach(iob, a.thread), ZX_OK);
   assert_int_equal(attach(iob, b.thread), ZX_OK);
   assert_int_equal(zxs_sampler_start(iob), ZX_OK);
-  const mach_port_t port = pthread_mach_thread_np(a.thread);
-  const uint64_t start = thread_cpu_ns(port);
-  while (thread_cpu_ns(port) - start < 50000000u) sleep_ms(5);
+  wait_for_cpu(a.thread, 50000000u);
   assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
   zxs_sampler_stats_t stats;
   assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
@@ -430,36 +454,11 @@ static void period_floor_and_one_region_per_thread(void** state) {
   assert_int_equal(stats.effective_period, 100000);
   assert_int_equal(stats.throttled, 0);
 
-  const zx_koid_t koids[2] = {koid_of(a.thread), koid_of(b.thread)};
-  int64_t region_of[2] = {-1, -1};
-  uint64_t last_ticks[2] = {0, 0};
-  size_t samples[2] = {0, 0};
-  zx_iob_region_info_t regions[ZX_IOB_MAX_REGIONS];
-  size_t actual = 0;
-  assert_int_equal(
-      zx_object_get_info(iob, ZX_INFO_IOB_REGIONS, regions, sizeof(regions), &actual, NULL), ZX_OK);
-  for (uint32_t r = 0; r < actual; r++) {
-    zx_vaddr_t addr = 0;
-    assert_int_equal(zx_vmar_map_iob(zx_vmar_root_self(), ZX_VM_PERM_READ, 0, iob, r, 0,
-                                     regions[r].region.size, &addr),
-                     ZX_OK);
-    zxs_fxt_region_iter_t it;
-    zxs_fxt_record_t rec;
-    zxs_fxt_region_iter_init(&it, (const uint8_t*)addr, regions[r].region.size);
-    while (zxs_fxt_region_next(&it, &rec)) {
-      const int t = rec.blob.thread.thread_koid == koids[0] ? 0 : 1;
-      assert_int_equal(rec.blob.thread.thread_koid, koids[t]);
-      if (region_of[t] < 0) region_of[t] = r;
-      assert_int_equal(region_of[t], r);  // one region per thread
-      assert_true(rec.blob.ticks >= last_ticks[t]);
-      last_ticks[t] = rec.blob.ticks;
-      samples[t]++;
-    }
-    assert_int_equal(zx_vmar_unmap(zx_vmar_root_self(), addr, regions[r].region.size), ZX_OK);
-  }
-  assert_true(samples[0] > 0 && samples[1] > 0);
+  per_thread_t seen = {.koids = {koid_of(a.thread), koid_of(b.thread)}, .region = {-1, -1}};
+  each_record(iob, check_one_region, &seen);
+  assert_true(seen.samples[0] > 0 && seen.samples[1] > 0);
   // Two slots next to each other land in two regions where there are two or more.
-  if (actual > 1) assert_int_not_equal(region_of[0], region_of[1]);
+  if (sysconf(_SC_NPROCESSORS_CONF) > 1) assert_int_not_equal(seen.region[0], seen.region[1]);
   assert_int_equal(zx_handle_close(iob), ZX_OK);
   spinner_join(&a);
   spinner_join(&b);
