@@ -69,7 +69,7 @@ static size_t walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_h
       set_truncated(truncated);
       break;
     }
-    pcs[n++] = ret;
+    pcs[n++] = zxs_strip_code_address(ret);
     prev = fp;
     fp = next_fp;
   }

@@ -13,6 +13,20 @@ typedef struct zxs_regs {
   uintptr_t sp;  // stack pointer
 } zxs_regs_t;
 
+// [signal-safe] A code address read from a stack or a register, without the pointer
+// authentication code arm64 may have signed it with (xpaclri, a no-op on cores without pointer
+// authentication: macOS signs return addresses in arm64e code, Linux with pac-ret); unchanged on
+// other architectures.
+static inline uintptr_t zxs_strip_code_address(uintptr_t address) {
+#if defined(__aarch64__)
+  register uintptr_t lr __asm__("x30") = address;
+  __asm__("hint #7" : "+r"(lr));  // xpaclri: strips x30
+  return lr;
+#else
+  return address;
+#endif
+}
+
 // Writes regs->pc, then the return addresses found by following frame pointers, innermost
 // first, at most `max` entries; returns how many. A frame record is {saved fp, return address}
 // at fp (x86-64 and aarch64 alike). The walk ends at a frame pointer outside

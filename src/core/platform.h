@@ -192,9 +192,12 @@ void zxs_prim_perfmon_stop(zxs_perfmon_run_t* run);
 void zxs_prim_perfmon_after_fork_child(zxs_perfmon_run_t* run);
 
 // --- Loaded modules of this process ----------------------------------------------------------
-// The ELF images the calling process has loaded, as its loader lists them: what a trace file
+// The images the calling process has loaded, as its loader lists them: what a trace file
 // records so that its samples can be symbolized later, here or elsewhere (src/report/modules.c
-// turns them into a module list and reads each build ID from the notes). Not signal-safe.
+// turns them into a module list and reads each build ID from the notes). ELF images are given
+// by their program headers; Mach-O images (macOS) the same way, each segment as a PT_LOAD
+// (vmaddr, vmsize, fileoff, initprot as p_flags), with their LC_UUID as the build ID. Not
+// signal-safe.
 
 #define ZXS_PRIM_PT_LOAD 1u  // ELF's p_type values
 #define ZXS_PRIM_PT_NOTE 4u
@@ -220,15 +223,18 @@ typedef struct zxs_prim_module {
   // included), readable while the process runs; NULL and 0 for other modules.
   const void* image;
   size_t image_size;
+  // A Mach-O image's identity: its LC_UUID (16 bytes), which stands for the build ID an ELF
+  // image keeps in a PT_NOTE; NULL for ELF images.
+  const uint8_t* uuid;
 } zxs_prim_module_t;
 
 typedef zx_status_t (*zxs_prim_module_fn)(const zxs_prim_module_t* module, void* ctx);
 
 // Calls `fn` once per loaded module that maps at least one PT_LOAD segment, in the loader's
 // order, with a description valid during the call; stops at the first status other than ZX_OK
-// and returns it. The loader's lock is held meanwhile (dlopen and dlclose wait): `fn` must not
-// call into the loader. ZX_ERR_NOT_SUPPORTED where the platform cannot list its modules;
-// ZX_ERR_NO_MEMORY.
+// and returns it. The loader's lock is held meanwhile where it has one to hold (Linux: dlopen
+// and dlclose wait; macOS's dyld offers none): `fn` must not call into the loader.
+// ZX_ERR_NOT_SUPPORTED where the platform cannot list its modules; ZX_ERR_NO_MEMORY.
 zx_status_t zxs_prim_modules_each(zxs_prim_module_fn fn, void* ctx);
 // The main executable's file path, malloc'd into *path (the caller frees it): where the
 // platform names the file itself, even when the program was started by a relative path.

@@ -1,4 +1,5 @@
-// ELF symbol tables, build ID and (optionally, via libdw) line tables for one file.
+// ELF symbol tables, build ID and (optionally, via libdw) line tables for one file; Mach-O
+// symbol tables, UUID and segments (macOS).
 //
 // The file is read with pread into owned buffers rather than mapped: a file truncated while
 // mapped would fault (SIGBUS), and only headers, symbol and string tables and notes are needed.
@@ -84,6 +85,7 @@ struct zxs_elf {
   zxs_segment_t* segments;  // PT_LOAD segments, in program-header order
   size_t segment_count;
   bool has_symtab;  // a .symtab (not only .dynsym)
+  bool is_macho;    // a Mach-O file: names from LC_SYMTAB, no DWARF lookups
   char* debuglink;  // .gnu_debuglink's file name, if any
   char** strtabs;   // owned string tables the names point into
   size_t strtab_count;
@@ -592,7 +594,194 @@ static zx_status_t read_symbols(zxs_elf_t* elf, const reader_t* r, const section
   return status;
 }
 
+// --- Mach-O (macOS): segments, LC_UUID as the build ID, LC_SYMTAB's defined symbols ---------
+
+#define MACHO_MAGIC_64 0xfeedfacfu   // as read little-endian
+#define MACHO_FAT_MAGIC 0xcafebabeu  // as read big-endian
+#define MACHO_HEADER_SIZE 32u
+#define MACHO_LC_SYMTAB 0x2u
+#define MACHO_LC_SEGMENT_64 0x19u
+#define MACHO_LC_UUID 0x1bu
+#define MACHO_SECTION_64_SIZE 80u
+#define MACHO_NLIST_64_SIZE 16u
+#define MACHO_N_STAB 0xe0u
+#define MACHO_N_TYPE 0x0eu
+#define MACHO_N_SECT 0x0eu
+#define MACHO_N_EXT 0x01u
+#define MACHO_S_ATTR_PURE_INSTRUCTIONS 0x80000000u
+#define MACHO_S_ATTR_SOME_INSTRUCTIONS 0x00000400u
+#define MACHO_MAX_SECTIONS 255u  // n_sect is one byte
+#if defined(__aarch64__)
+#define MACHO_HOST_CPU 0x0100000cu  // CPU_TYPE_ARM64
+#else
+#define MACHO_HOST_CPU 0x01000007u  // CPU_TYPE_X86_64
+#endif
+
+static uint32_t be32(const uint8_t* p) {
+  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+// Where the 64-bit Mach-O image starts: 0 for a thin file; in a universal file, the slice of
+// this host's architecture, else the first 64-bit one. ZX_ERR_NOT_SUPPORTED when it has none.
+static zx_status_t macho_slice(const reader_t* r, uint64_t* base) {
+  uint8_t head[8];
+  zx_status_t status = read_at(r, 0, head, sizeof(head));
+  if (status != ZX_OK) return status;
+  *base = 0;
+  if (be32(head) != MACHO_FAT_MAGIC) return ZX_OK;
+  const uint32_t count = be32(head + 4);
+  bool found = false;
+  for (uint32_t i = 0; i < count && i < 64; i++) {
+    uint8_t arch[20];  // cputype, cpusubtype, offset, size, align (big-endian)
+    status = read_at(r, 8 + (uint64_t)i * sizeof(arch), arch, sizeof(arch));
+    if (status != ZX_OK) return status;
+    const uint32_t cpu = be32(arch);
+    if ((cpu & 0x01000000u) == 0) continue;  // not 64-bit
+    if (!found || cpu == MACHO_HOST_CPU) *base = be32(arch + 8);
+    found = true;
+    if (cpu == MACHO_HOST_CPU) break;
+  }
+  return found ? ZX_OK : ZX_ERR_NOT_SUPPORTED;
+}
+
+// Appends the defined symbols of section-relative type from LC_SYMTAB that lie in a section of
+// code (`code`: n_sect -> [start, end), end 0 for a section that is not code).
+static zx_status_t macho_symbols(zxs_elf_t* elf, const reader_t* r, uint64_t base,
+                                 const uint8_t* cmd, const uint64_t (*code)[2]) {
+  const uint64_t symoff = le32(cmd + 8), nsyms = le32(cmd + 12);
+  const uint64_t stroff = le32(cmd + 16), strsize = le32(cmd + 20);
+  if (nsyms == 0) return ZX_OK;
+  char** strtabs = realloc(elf->strtabs, (elf->strtab_count + 1) * sizeof(*strtabs));
+  if (strtabs == NULL) return ZX_ERR_NO_MEMORY;
+  elf->strtabs = strtabs;
+  uint8_t* strtab = NULL;
+  zx_status_t status = read_alloc(r, base + stroff, strsize, &strtab);
+  if (status != ZX_OK) return status;
+  elf->strtabs[elf->strtab_count++] = (char*)strtab;
+  uint8_t* table = NULL;
+  status = read_alloc(r, base + symoff, nsyms * MACHO_NLIST_64_SIZE, &table);
+  if (status != ZX_OK) return status;
+  size_t capacity = 0;
+  for (uint64_t i = 0; i < nsyms; i++) {
+    const uint8_t* n = table + i * MACHO_NLIST_64_SIZE;
+    const uint32_t strx = le32(n);
+    const uint8_t type = n[4], sect = n[5];
+    const uint64_t value = le64(n + 8);
+    if ((type & MACHO_N_STAB) != 0 || (type & MACHO_N_TYPE) != MACHO_N_SECT || strx == 0 ||
+        strx >= strsize || sect == 0 || code[sect][1] == 0 || value < code[sect][0] ||
+        value >= code[sect][1]) {
+      continue;
+    }
+    const char* name = (const char*)strtab + strx;
+    if (name[0] == 'l' || name[0] == 'L') continue;  // assembler-local labels (ltmp0, L...)
+    if (name[0] == '_') name++;                      // the prefix Darwin gives C names
+    if (name[0] == '\0') continue;
+    if (elf->sym_count == capacity) {
+      capacity = capacity == 0 ? 1024 : 2 * capacity;
+      sym_entry_t* grown = realloc(elf->syms, capacity * sizeof(*grown));
+      if (grown == NULL) {
+        free(table);
+        return ZX_ERR_NO_MEMORY;
+      }
+      elf->syms = grown;
+    }
+    elf->syms[elf->sym_count++] =
+        (sym_entry_t){.address = value,
+                      .section_end = code[sect][1],
+                      .name = name,
+                      .source = ZXS_ELF_SOURCE_SYMTAB,
+                      .rank = (uint8_t)(((type & MACHO_N_EXT) ? 4 : 0) | 1)};
+  }
+  free(table);
+  return ZX_OK;
+}
+
+// A 64-bit Mach-O file (thin or universal): its segments, LC_UUID and function symbols.
+static zx_status_t parse_macho(zxs_elf_t* elf, const reader_t* r) {
+  uint64_t base = 0;
+  zx_status_t status = macho_slice(r, &base);
+  if (status != ZX_OK) return status;
+  uint8_t h[MACHO_HEADER_SIZE];
+  status = read_at(r, base, h, sizeof(h));
+  if (status != ZX_OK) return status;
+  if (le32(h) != MACHO_MAGIC_64) return ZX_ERR_IO_DATA_INTEGRITY;
+  const uint32_t ncmds = le32(h + 16), sizeofcmds = le32(h + 20);
+  uint8_t* cmds = NULL;
+  status = read_alloc(r, base + MACHO_HEADER_SIZE, sizeofcmds, &cmds);
+  if (status != ZX_OK) return status;
+  elf->is_macho = true;
+  elf->has_symtab = true;  // no separate debug file to look for
+  // Code sections by n_sect (1-based, in load-command order): [start, end), or end 0.
+  uint64_t(*code)[2] = calloc(MACHO_MAX_SECTIONS + 1, sizeof(*code));
+  elf->segments = calloc(ncmds > 0 ? ncmds : 1, sizeof(*elf->segments));
+  if (code == NULL || elf->segments == NULL) {
+    free(code);
+    free(cmds);
+    return ZX_ERR_NO_MEMORY;
+  }
+  const uint8_t* symtab = NULL;
+  uint32_t sections = 0;
+  uint64_t at = 0;
+  for (uint32_t i = 0; i < ncmds && status == ZX_OK; i++) {
+    if (sizeofcmds - at < 8) {
+      status = ZX_ERR_IO_DATA_INTEGRITY;
+      break;
+    }
+    const uint8_t* c = cmds + at;
+    const uint32_t cmd = le32(c), size = le32(c + 4);
+    if (size < 8 || size > sizeofcmds - at) {
+      status = ZX_ERR_IO_DATA_INTEGRITY;
+      break;
+    }
+    if (cmd == MACHO_LC_SEGMENT_64 && size >= 72) {
+      const uint32_t prot = le32(c + 60), nsects = le32(c + 64);
+      if (prot != 0 && le64(c + 32) > 0) {  // not __PAGEZERO
+        elf->segments[elf->segment_count++] = (zxs_segment_t){
+            .vaddr = le64(c + 24),
+            .memsz = le64(c + 32),
+            .offset = le64(c + 40),
+            .flags = ((prot & 1) ? ZXS_SEGMENT_R : 0) | ((prot & 2) ? ZXS_SEGMENT_W : 0) |
+                     ((prot & 4) ? ZXS_SEGMENT_X : 0)};
+      }
+      for (uint32_t s = 0; s < nsects && 72 + (uint64_t)(s + 1) * MACHO_SECTION_64_SIZE <= size;
+           s++) {
+        const uint8_t* sec = c + 72 + (uint64_t)s * MACHO_SECTION_64_SIZE;
+        if (++sections > MACHO_MAX_SECTIONS) break;
+        const uint64_t addr = le64(sec + 32), len = le64(sec + 40);
+        const uint32_t flags = le32(sec + 64);
+        if ((flags & (MACHO_S_ATTR_PURE_INSTRUCTIONS | MACHO_S_ATTR_SOME_INSTRUCTIONS)) != 0 &&
+            len > 0 && len <= UINT64_MAX - addr) {
+          code[sections][0] = addr;
+          code[sections][1] = addr + len;
+        }
+      }
+    } else if (cmd == MACHO_LC_UUID && size >= 24) {
+      memcpy(elf->build_id, c + 8, 16);
+      elf->build_id_size = 16;
+    } else if (cmd == MACHO_LC_SYMTAB && size >= 24) {
+      symtab = c;
+    }
+    at += size;
+  }
+  if (status == ZX_OK && symtab != NULL) {
+    status = macho_symbols(elf, r, base, symtab, (const uint64_t(*)[2])code);
+  }
+  free(code);
+  free(cmds);
+  if (status == ZX_OK) finish_symbols(elf);
+  return status;
+}
+
+static bool is_macho(const reader_t* r) {
+  uint8_t head[4];
+  return read_at(r, 0, head, sizeof(head)) == ZX_OK &&
+         (le32(head) == MACHO_MAGIC_64 || be32(head) == MACHO_FAT_MAGIC);
+}
+
 static zx_status_t parse(zxs_elf_t* elf, const reader_t* r) {
+  if (is_macho(r)) {
+    return parse_macho(elf, r);
+  }
   elf_header_t h;
   zx_status_t status = read_header(r, &h);
   if (status != ZX_OK) {
@@ -882,7 +1071,7 @@ static bool dwfl_ready(zxs_elf_t* elf) {
     return elf->dwfl_module != NULL;
   }
   elf->dwfl_tried = true;
-  if (elf->path == NULL) {
+  if (elf->path == NULL || elf->is_macho) {
     return false;
   }
   static const Dwfl_Callbacks callbacks = {

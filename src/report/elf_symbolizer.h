@@ -1,5 +1,8 @@
 // Symbolization of file addresses in one ELF file: function names from .symtab and .dynsym,
-// the GNU build ID, and (with libdw) source file and line.
+// the GNU build ID, and (with libdw) source file and line. A 64-bit Mach-O file (macOS; thin,
+// or universal: this host's slice, else the first 64-bit one) opens too: names from LC_SYMTAB's
+// symbols in code sections (without Darwin's leading underscore), LC_UUID as the build ID,
+// LC_SEGMENT_64s as the load segments; no lines.
 //
 // Only 64-bit little-endian ELF is read, of any machine, so files of another host can be
 // symbolized here. Input is untrusted: every offset and size is checked against the file, and

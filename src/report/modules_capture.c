@@ -127,9 +127,14 @@ static bool mapped_readable(const zxs_module_t* m, uint64_t vaddr, uint64_t mems
   return false;
 }
 
-// Notes are read in place, but only where they lie inside a readable PT_LOAD segment: a
-// PT_NOTE outside any mapping would fault.
+// A Mach-O image's build ID is its LC_UUID. An ELF image's notes are read in place, but only where
+// they lie inside a readable PT_LOAD segment: a PT_NOTE outside any mapping would fault.
 static void read_build_id_in_place(const zxs_prim_module_t* module, zxs_module_t* m) {
+  if (module->uuid != NULL) {  // a Mach-O image: its LC_UUID is its build ID
+    memcpy(m->build_id, module->uuid, 16);
+    m->build_id_size = 16;
+    return;
+  }
   for (size_t i = 0; i < module->phdr_count && m->build_id_size == 0; i++) {
     const zxs_prim_phdr_t* ph = &module->phdrs[i];
     if (ph->type != ZXS_PRIM_PT_NOTE || ph->memsz == 0 ||

@@ -15,6 +15,7 @@
 
 #include "linux_internal.h"
 #include "platform.h"
+#include "regions_fd.h"
 
 // glibc 2.35+ registers rseq for every thread and says where the area is; the kernel keeps its
 // cpu_id current, so reading it is one load (DESIGN.md: ~0.3 ns against sched_getcpu's 1.4 ns).
@@ -52,6 +53,9 @@ zx_status_t zxs_linux_status(int err) {
       return ZX_ERR_INTERNAL;
   }
 }
+
+// The name the common region code (src/backend/posix/regions_fd.c) calls it by.
+zx_status_t zxs_backend_errno_status(int err) { return zxs_linux_status(err); }
 
 // Parses a kernel cpulist ("0-3,6,8-9\n"). Calls `each(cpu, ctx)` for every CPU listed, in order;
 // false on a malformed list.

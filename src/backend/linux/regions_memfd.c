@@ -1,6 +1,5 @@
-// Linux: regions are memfds. The sampling path writes through one shared mapping; readers get
-// their own read-only mappings of the same file, which stay valid after the region is destroyed
-// because a mapping holds its own reference to the file.
+// Linux: regions are memfds, sealed; their mappings are the common ones of
+// src/backend/posix/regions_fd.c.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -11,6 +10,7 @@
 
 #include "linux_internal.h"
 #include "platform.h"
+#include "regions_fd.h"
 
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 0x0001u
@@ -43,17 +43,10 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
   if (fd < 0) {
     return errno == ENOSYS ? ZX_ERR_NO_MEMORY : zxs_linux_status(errno);
   }
-  // A new file grown by ftruncate reads as zeros, and pages are only allocated when written.
-  if (ftruncate(fd, (off_t)size) != 0) {
-    zx_status_t status = zxs_linux_status(errno);
+  zx_status_t status = zxs_fd_region_init(fd, size, out);
+  if (status != ZX_OK) {
     close(fd);
-    return status == ZX_ERR_INVALID_ARGS ? ZX_ERR_NO_MEMORY : status;
-  }
-  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    zx_status_t status = zxs_linux_status(errno);
-    close(fd);
-    return status == ZX_ERR_INVALID_ARGS ? ZX_ERR_NO_MEMORY : status;
+    return status;
   }
   // Seals, once our writable mapping exists: the size is fixed (the sampling path writes through
   // that mapping inside signal handlers, where a shrunk file would turn stores into SIGBUS), and
@@ -64,41 +57,5 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
     (void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
   }
   (void)fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL);
-  out->base = base;
-  out->size = size;
-  out->native = fd;
-  return ZX_OK;
-}
-
-void zxs_prim_region_destroy(zxs_prim_region_t* region) {
-  if (region->base != NULL) {
-    munmap(region->base, region->size);
-  }
-  if (region->native >= 0) {
-    close((int)region->native);
-  }
-  region->base = NULL;
-  region->size = 0;
-  region->native = -1;
-}
-
-zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset, size_t len,
-                                         void** out) {
-  *out = NULL;
-  if (region->native < 0) {
-    return ZX_ERR_BAD_STATE;
-  }
-  void* addr = mmap(NULL, len, PROT_READ, MAP_SHARED, (int)region->native, (off_t)offset);
-  if (addr == MAP_FAILED) {
-    return zxs_linux_status(errno);
-  }
-  *out = addr;
-  return ZX_OK;
-}
-
-zx_status_t zxs_prim_unmap(void* addr, size_t len) {
-  if (munmap(addr, len) != 0) {
-    return zxs_linux_status(errno);
-  }
   return ZX_OK;
 }

@@ -1,0 +1,36 @@
+// Fuchsia: the flight recorder (recorder.h) is not available on the thin backend. Its buffers are
+// this library's own overwrite-oldest sessions (core/percpu_ring.h), and on Fuchsia sessions are
+// the kernel's, whose only discipline is ZX_IOB_DISCIPLINE_NONE. The calls that would record say
+// ZX_ERR_NOT_SUPPORTED; the deadlines still tell a late period, without an alert.
+#include <zxsampler/recorder.h>
+
+#include "zircon_syscalls.h"
+
+zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
+  (void)options;
+  return ZX_ERR_NOT_SUPPORTED;
+}
+
+zx_status_t zxs_recorder_attach_current_thread(void) { return ZX_ERR_NOT_SUPPORTED; }
+
+zx_status_t zxs_recorder_stop(void) { return ZX_ERR_NOT_SUPPORTED; }
+
+zx_status_t zxs_trace_alert(const char* name) {
+  (void)name;
+  return ZX_ERR_NOT_SUPPORTED;
+}
+
+// Ticks to ns as recorder.c does, without overflow for long uptimes.
+static zx_time_t now_ns(void) {
+  const uint64_t ticks = (uint64_t)zx_ticks_get(), per_second = (uint64_t)zx_ticks_per_second();
+  return (zx_time_t)((ticks / per_second) * 1000000000u +
+                     (ticks % per_second) * 1000000000u / per_second);
+}
+
+void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
+  d->budget = budget;
+  d->fields = 0;
+  d->begin = now_ns();
+}
+
+bool zxs_deadline_end(zxs_deadline_t* d) { return now_ns() - d->begin > d->budget; }
