@@ -3,9 +3,12 @@
 #define ZXSAMPLER_TOOLS_CLI_H_
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 // The name messages start with.
 #define ZXSAMPLER_PROG "zxsampler"
@@ -35,7 +38,25 @@ static inline bool cli_parse_positive(const char* s, long long max, long long* o
   return true;
 }
 
-// `zxsampler record`.
+// Exits as a child did: its status, or its death by the same signal (without a core dump of
+// ours). Returns only for a signal that does not kill by default.
+static inline int cli_exit_like(int wstatus) {
+  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+  int sig = WTERMSIG(wstatus);
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+  raise(sig);
+  return 128 + sig;
+}
+
+// `zxsampler record` (perf events, record_command.c).
 int zxsampler_record_main(int argc, char** argv);
+// `zxsampler record` in process: the library preloaded into the program (record_inprocess.c).
+int zxsampler_record_inprocess_main(int argc, char** argv);
 
 #endif  // ZXSAMPLER_TOOLS_CLI_H_

@@ -69,9 +69,9 @@ static void* trampoline(void* p) {
   return t.start(t.arg);
 }
 
-// Interposed: every thread the program creates is attached as it starts.
-int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
-                   void* arg) {
+// Every thread the program creates is attached as it starts: interposed below.
+static int create_attached(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                           void* arg) {
   pthread_create_fn real = real_pthread_create();
   if (real == NULL) return EAGAIN;
   trampoline_t* t = malloc(sizeof(*t));
@@ -82,6 +82,23 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)
   if (err != 0) free(t);
   return err;
 }
+
+#ifdef __APPLE__
+// dyld binds each image's calls to libSystem directly (two-level namespace): an inserted
+// library interposes a function only through a __DATA,__interpose pair (replacement, original),
+// which dyld applies to every other image.
+static const struct {
+  const void* replacement;
+  const void* original;
+} g_interpose[] __attribute__((used, section("__DATA,__interpose"))) = {
+    {(const void*)create_attached, (const void*)pthread_create},
+};
+#else
+int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                   void* arg) {
+  return create_attached(thread, attr, start, arg);
+}
+#endif
 
 // Signals are turned into a byte on a pipe; this thread (not attached) does the writing,
 // which a signal handler cannot.
@@ -121,6 +138,18 @@ static void catch_signal(int sig, bool only_if_default) {
   sigaction(sig, &sa, NULL);
 }
 
+// pipe2(O_CLOEXEC) where there is one; macOS has only pipe() (no other thread runs yet).
+static bool pipe_cloexec(int fds[2]) {
+#ifdef __APPLE__
+  if (pipe(fds) != 0) return false;
+  (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  return true;
+#else
+  return pipe2(fds, O_CLOEXEC) == 0;
+#endif
+}
+
 static long long env_number(const char* name, long long fallback) {
   const char* v = getenv(name);
   if (v == NULL || *v == '\0') return fallback;
@@ -138,6 +167,7 @@ __attribute__((constructor)) static void preload_start(void) {
   int dump_signal = (int)env_number("ZXSAMPLER_DUMP_SIGNAL", 0);
   unsetenv("ZXSAMPLER_OUTPUT");
   unsetenv("LD_PRELOAD");
+  unsetenv("DYLD_INSERT_LIBRARIES");
 
   zx_status_t status = zxs_profiler_start(&options);
   if (status != ZX_OK) {
@@ -149,8 +179,7 @@ __attribute__((constructor)) static void preload_start(void) {
 
   pthread_create_fn real = real_pthread_create();
   pthread_t watcher;
-  if (real != NULL && pipe2(g_pipe, O_CLOEXEC) == 0 &&
-      real(&watcher, NULL, signal_watcher, NULL) == 0) {
+  if (real != NULL && pipe_cloexec(g_pipe) && real(&watcher, NULL, signal_watcher, NULL) == 0) {
     pthread_detach(watcher);
     catch_signal(SIGINT, true);
     catch_signal(SIGTERM, true);

@@ -55,6 +55,8 @@ static void usage_record(FILE* out) {
           "it exits, Ctrl-C, or the --duration.\n"
           "\n"
           "options:\n"
+          "      --in-process     (first) preload the library into PROGRAM instead: for where\n"
+          "                       perf events are refused ('record --in-process --help')\n"
           "  -o, --output FILE    where to write the profile (default zxsampler.fxt)\n"
           "  -f, --format FMT     fxt (default), pprof, folded, svg, markup or top\n"
           "  -F, --frequency HZ   samples per second of a thread's CPU time (default 1000)\n"
@@ -394,22 +396,6 @@ static void catch_signals(void) {
   }
 }
 
-// Exits as the program did: its status, or its death by the same signal (without a core dump
-// of ours).
-static int exit_like(int wstatus) {
-  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
-  int sig = WTERMSIG(wstatus);
-  struct rlimit no_core = {0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-  signal(sig, SIG_DFL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  sigprocmask(SIG_UNBLOCK, &set, NULL);
-  raise(sig);
-  return 128 + sig;  // a signal that does not kill by default
-}
-
 static uint64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -586,5 +572,5 @@ int zxsampler_record_main(int argc, char** argv) {
   fclose(spool);
   if (written) print_summary(&a, &totals, not_attached, kernel);
   if (a.program == NULL) return written ? 0 : 1;
-  return exit_like(wstatus);
+  return cli_exit_like(wstatus);
 }

@@ -20,6 +20,11 @@
 #ifndef ZXSAMPLER_WITH_RECORD
 #define ZXSAMPLER_WITH_RECORD 1
 #endif
+// `record` with the library preloaded into the program: macOS's `record`, Linux's
+// `record --in-process` (record_inprocess.c).
+#ifndef ZXSAMPLER_WITH_INPROCESS_RECORD
+#define ZXSAMPLER_WITH_INPROCESS_RECORD 1
+#endif
 #if ZXSAMPLER_WITH_RECORD
 #include "zxsampler_perfmon.h"
 #endif
@@ -31,6 +36,8 @@ static void usage_main(FILE* out) {
           "commands:\n"
 #if ZXSAMPLER_WITH_RECORD
           "  record   run a program (or attach to a process) and sample its threads' stacks\n"
+#elif ZXSAMPLER_WITH_INPROCESS_RECORD
+          "  record   run a program with the library preloaded and sample its threads' stacks\n"
 #endif
           "  report   print or convert a profile\n"
 #if ZXSAMPLER_WITH_RECORD
@@ -135,6 +142,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   // getopt names the program by argv[0] in its messages.
+#if ZXSAMPLER_WITH_INPROCESS_RECORD
+  if (strcmp(argv[1], "record") == 0 &&
+      (!ZXSAMPLER_WITH_RECORD || (argc > 2 && strcmp(argv[2], "--in-process") == 0))) {
+    const int skip = ZXSAMPLER_WITH_RECORD ? 2 : 1;  // "record" and "--in-process"
+    argv[skip] = "zxsampler record";
+    return zxsampler_record_inprocess_main(argc - skip, argv + skip);
+  }
+#endif
 #if ZXSAMPLER_WITH_RECORD
   if (strcmp(argv[1], "record") == 0) {
     argv[1] = "zxsampler record";

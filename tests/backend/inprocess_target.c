@@ -1,0 +1,48 @@
+// A program for test_record_inprocess.sh: two threads spend CPU in named functions, then the
+// program ends as its first argument says: "return" (status 7) or "_exit" (status 3, which
+// runs no atexit handler, so a preloaded profiler writes nothing).
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+
+static double cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+// Spins for `seconds` of this thread's CPU time.
+__attribute__((noinline)) static void spin_for(double seconds) {
+  const double end = cpu_seconds() + seconds;
+  while (cpu_seconds() < end) {
+    for (unsigned long i = 0; i < 100000; i++) sink += i * 7;
+  }
+}
+
+// Each calls and then does more, so that the call is not a tail call: both stay on the stack.
+__attribute__((noinline)) void inprocess_thread_work(void) {
+  spin_for(0.3);
+  sink++;
+}
+__attribute__((noinline)) void inprocess_main_work(void) {
+  spin_for(0.3);
+  sink++;
+}
+
+static void* thread_main(void* arg) {
+  (void)arg;
+  inprocess_thread_work();
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, thread_main, NULL) != 0) return 1;
+  inprocess_main_work();
+  pthread_join(thread, NULL);
+  if (argc > 1 && strcmp(argv[1], "_exit") == 0) _exit(3);
+  return 7;
+}

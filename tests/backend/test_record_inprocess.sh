@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `zxsampler record` with the library preloaded into the program: macOS's record (here: the
+# macOS backend over the Mach double) and Linux's `record --in-process`.
+#   test_record_inprocess.sh ZXSAMPLER TARGET [--in-process] [--names]
+# --names: also require the sampled functions' names (not on the Mach double, whose images'
+# UUIDs do not match their ELF build IDs).
+set -u
+abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+zxs=$(abs "$1") target=$(abs "$2")
+shift 2
+mode=() names=0
+for a in "$@"; do
+  case $a in
+    --in-process) mode=(--in-process) ;;
+    --names) names=1 ;;
+  esac
+done
+# In a sanitizer build the preload library carries the sanitizer runtime into the program.
+if ldd "$zxs" 2>/dev/null | grep -q libasan; then
+  export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fails=0
+check() {  # check DESCRIPTION CONDITION...
+  local what=$1
+  shift
+  if "$@"; then echo "ok: $what"; else echo "FAIL: $what" >&2; fails=$((fails + 1)); fi
+}
+
+# A program that returns: its status, a profile of both threads.
+(cd "$dir" && "$zxs" record "${mode[@]}" -o prof.fxt -- "$target" return >report.txt 2>err.txt)
+status=$?
+check "the program's status is kept (7, got $status)" test "$status" -eq 7
+check "a profile is written" test -s "$dir/prof.fxt"
+check "the report counts two threads" grep -q "Threads: 2" "$dir/report.txt"
+samples=$(sed -n 's/^Samples: \([0-9]*\).*/\1/p' "$dir/report.txt")
+check "samples for 0.6 s of CPU at 1000/s (got ${samples:-none})" test "${samples:-0}" -ge 200
+if [ "$names" = 1 ]; then
+  check "the main thread's function is named" grep -q inprocess_main_work "$dir/report.txt"
+  check "the other thread's function is named" grep -q inprocess_thread_work "$dir/report.txt"
+fi
+check "the report converts" "$zxs" report -f folded -o "$dir/prof.folded" "$dir/prof.fxt"
+
+# A program that ends with _exit: no profile, said plainly, its status kept.
+rm -f "$dir/prof.fxt"
+(cd "$dir" && "$zxs" record "${mode[@]}" -q -o prof.fxt -- "$target" _exit >/dev/null 2>err.txt)
+status=$?
+check "_exit: the status is kept (3, got $status)" test "$status" -eq 3
+check "_exit: no profile" test ! -e "$dir/prof.fxt"
+check "_exit: the user is told" grep -q "wrote no profile" "$dir/err.txt"
+
+# A program that does not exist: exec's status, and why.
+"$zxs" record "${mode[@]}" -o "$dir/none.fxt" -- "$dir/no-such-program" 2>"$dir/err.txt"
+status=$?
+check "a missing program: status 127 (got $status)" test "$status" -eq 127
+check "a missing program: the user is told" grep -q "cannot run" "$dir/err.txt"
+
+# Bad options are usage errors.
+"$zxs" record "${mode[@]}" -F 0 -- "$target" 2>/dev/null
+check "-F 0 is a usage error" test $? -eq 2
+
+echo "$fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,213 @@
+// zxsampler record, in process: runs a program with the library preloaded into it (the preload
+// module, preload.c), which samples the program's threads through the profiler API and writes
+// the profile when the program exits. This is `record` on macOS, where there are no perf events
+// (DYLD_INSERT_LIBRARIES), and `record --in-process` on Linux (LD_PRELOAD).
+//
+// Unlike the perf recorder, the program is changed: the library runs inside it. Its limits are
+// the preload's: the profile is written at exit() or on a fatal signal the program left at its
+// default action, so a program that ends with _exit() or is killed by SIGKILL writes none; the
+// programs it starts are not sampled (the variables are removed from their environment); a
+// statically linked program cannot preload anything; and macOS's System Integrity Protection
+// strips DYLD_* variables from protected binaries (those in /usr/bin, /bin, /sbin, /System).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zxsampler/profiler.h>
+
+#include "cli.h"
+
+#ifdef __APPLE__
+#define PRELOAD_VARIABLE "DYLD_INSERT_LIBRARIES"
+#else
+#define PRELOAD_VARIABLE "LD_PRELOAD"
+#endif
+
+// Where the build put the preload module, and where an install puts it (meson sets both).
+#ifndef ZXSAMPLER_PRELOAD_BUILD
+#define ZXSAMPLER_PRELOAD_BUILD ""
+#endif
+#ifndef ZXSAMPLER_PRELOAD_INSTALLED
+#define ZXSAMPLER_PRELOAD_INSTALLED ""
+#endif
+
+static void usage_record(FILE* out) {
+  fprintf(out,
+          "usage: zxsampler record"
+#ifndef __APPLE__
+          " --in-process"
+#endif
+          " [options] -- PROGRAM [ARGS...]\n"
+          "\n"
+          "Runs PROGRAM with libzxsampler preloaded (" PRELOAD_VARIABLE
+          "): every thread it creates\n"
+          "is sampled in process, and the profile is written when it exits (exit(), return from\n"
+          "main, or a fatal signal it left at the default action; not _exit() or SIGKILL).\n"
+          "Programs it starts are not sampled. zxsampler exits with the program's status.\n"
+#ifdef __APPLE__
+          "System Integrity Protection strips " PRELOAD_VARIABLE
+          " from protected binaries\n"
+          "(/usr/bin, /bin, /sbin, /System): copy such a program elsewhere first.\n"
+#endif
+          "\n"
+          "options:\n"
+          "  -o, --output FILE    where to write the profile (default zxsampler.fxt)\n"
+          "  -F, --frequency HZ   samples per second of a thread's CPU time (default 1000)\n"
+          "  -b, --buffer MB      buffer per CPU in MiB (default 16)\n"
+          "  -q, --quiet          print no report, only write the profile\n"
+          "  -h, --help           this text\n"
+          "\n"
+          "The preload module is found in ZXSAMPLER_PRELOAD, else where the build or the\n"
+          "install put it.\n");
+}
+
+static bool is_file(const char* path) {
+  struct stat st;
+  return path[0] != '\0' && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static const char* find_preload(void) {
+  const char* env = getenv("ZXSAMPLER_PRELOAD");
+  if (env != NULL && *env != '\0') return is_file(env) ? env : NULL;
+  if (is_file(ZXSAMPLER_PRELOAD_BUILD)) return ZXSAMPLER_PRELOAD_BUILD;
+  if (is_file(ZXSAMPLER_PRELOAD_INSTALLED)) return ZXSAMPLER_PRELOAD_INSTALLED;
+  return NULL;
+}
+
+// Sets `name` to `value`, before what it held (a preload list is separated by ':').
+static int prepend_env(const char* name, const char* value) {
+  const char* old = getenv(name);
+  if (old == NULL || *old == '\0') return setenv(name, value, 1);
+  const size_t n = strlen(value) + 1 + strlen(old) + 1;
+  char* both = malloc(n);
+  if (both == NULL) return -1;
+  snprintf(both, n, "%s:%s", value, old);
+  const int r = setenv(name, both, 1);
+  free(both);
+  return r;
+}
+
+int zxsampler_record_inprocess_main(int argc, char** argv) {
+  static const struct option options[] = {
+      {"output", required_argument, NULL, 'o'}, {"frequency", required_argument, NULL, 'F'},
+      {"buffer", required_argument, NULL, 'b'}, {"quiet", no_argument, NULL, 'q'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  const char* output = "zxsampler.fxt";
+  long long hz = 1000, mb = 16;
+  bool quiet = false;
+  int opt;
+  optind = 1;
+  while ((opt = getopt_long(argc, argv, "+o:F:b:qh", options, NULL)) != -1) {
+    switch (opt) {
+      case 'o':
+        output = optarg;
+        break;
+      case 'F':
+        if (!cli_parse_positive(optarg, 100000, &hz)) {
+          return cli_fail_usage(usage_record, "-F takes samples per second (1..100000), not '%s'",
+                                optarg);
+        }
+        break;
+      case 'b':
+        if (!cli_parse_positive(optarg, 1024, &mb)) {
+          return cli_fail_usage(usage_record, "-b takes MiB per CPU (1..1024), not '%s'", optarg);
+        }
+        break;
+      case 'q':
+        quiet = true;
+        break;
+      case 'h':
+        usage_record(stdout);
+        return 0;
+      default:
+        usage_record(stderr);
+        return 2;
+    }
+  }
+  if (optind >= argc) return cli_fail_usage(usage_record, "%s", "no program given");
+  const char* preload = find_preload();
+  if (preload == NULL) {
+    fprintf(stderr,
+            "%s: the preload module (libzxsampler-preload) was not found; set "
+            "ZXSAMPLER_PRELOAD\n",
+            ZXSAMPLER_PROG);
+    return 1;
+  }
+  // The program may change directory: it gets the profile's absolute path.
+  char absolute[PATH_MAX];
+  if (output[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == NULL ||
+        snprintf(absolute, sizeof(absolute), "%s/%s", cwd, output) >= (int)sizeof(absolute)) {
+      fprintf(stderr, "%s: the output path is too long\n", ZXSAMPLER_PROG);
+      return 1;
+    }
+  } else {
+    snprintf(absolute, sizeof(absolute), "%s", output);
+  }
+  if (unlink(absolute) != 0 && errno != ENOENT) {
+    fprintf(stderr, "%s: cannot replace %s: %s\n", ZXSAMPLER_PROG, output, strerror(errno));
+    return 1;
+  }
+  char period[32], buffer[32];
+  snprintf(period, sizeof(period), "%lld", 1000000000ll / hz);
+  snprintf(buffer, sizeof(buffer), "%lld", mb << 20);
+
+  // The terminal's Ctrl-C reaches the program, whose library writes the profile and dies of it;
+  // this process only waits.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  const pid_t child = fork();
+  if (child < 0) {
+    fprintf(stderr, "%s: fork: %s\n", ZXSAMPLER_PROG, strerror(errno));
+    return 1;
+  }
+  if (child == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    if (setenv("ZXSAMPLER_OUTPUT", absolute, 1) != 0 ||
+        setenv("ZXSAMPLER_PERIOD_NS", period, 1) != 0 ||
+        setenv("ZXSAMPLER_BUFFER_SIZE", buffer, 1) != 0 ||
+        prepend_env(PRELOAD_VARIABLE, preload) != 0) {
+      _exit(127);
+    }
+    execvp(argv[optind], argv + optind);
+    fprintf(stderr, "%s: cannot run %s: %s\n", ZXSAMPLER_PROG, argv[optind], strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  int wstatus = 0;
+  while (waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= 126 && !is_file(absolute)) {
+    return WEXITSTATUS(wstatus);  // it did not run; exec said why
+  }
+  if (!is_file(absolute)) {
+    fprintf(stderr,
+            "%s: %s wrote no profile: it ended with _exit() or SIGKILL, is statically linked, "
+            "or its loader refused the preload%s\n",
+            ZXSAMPLER_PROG, argv[optind],
+#ifdef __APPLE__
+            " (System Integrity Protection strips " PRELOAD_VARIABLE " from protected binaries)"
+#else
+            ""
+#endif
+    );
+  } else {
+    fprintf(stderr, "%s: profile written to %s\n", ZXSAMPLER_PROG, output);
+    if (!quiet) {
+      char error[256];
+      if (zxs_profile_convert(absolute, "-", ZXS_FORMAT_TOP, error, sizeof(error)) != ZX_OK) {
+        fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
+      }
+    }
+  }
+  fflush(NULL);
+  return cli_exit_like(wstatus);
+}
