@@ -43,7 +43,8 @@ fi
 for target in "${targets[@]}"; do
   case "$target" in
     x86_64-*) libc=(-isystem /usr/include/x86_64-linux-gnu -isystem /usr/include) ;;
-    aarch64-*) libc=(-isystem /usr/aarch64-linux-gnu/include) ;;
+    # zlib.h is arch-independent: found in /usr/include after the aarch64 C library.
+    aarch64-*) libc=(-isystem /usr/aarch64-linux-gnu/include -idirafter /usr/include) ;;
   esac
   python3 - "$out" "$target" "$gen" "$root/tests/fuchsia_sysroot" "${libc[@]}" <<'PY'
 import json, os, shlex, subprocess, sys, tempfile
