@@ -55,6 +55,11 @@ typedef struct zxs_recorder_options {
   // What is sampled: the thread that calls zxs_recorder_start (unless this is true) and each
   // thread that calls zxs_recorder_attach_current_thread.
   bool dont_attach_caller;
+  // Also every thread the process creates from now on, attached as it starts. This needs the
+  // thread hook, libzxsampler-threads, in the program (link it with -Wl,--no-as-needed
+  // -lzxsampler-threads, or preload it), which interposes pthread_create: the library itself
+  // does not, so that linking it changes no program's threads. Linux only.
+  bool attach_new_threads;
   // Must be zero (initialize the struct with = {...} or memset): options added later take
   // these, zero meaning their default, so the struct keeps its size.
   uint64_t reserved[6];
@@ -68,6 +73,7 @@ typedef struct zxs_recorder_options {
 //   ZX_ERR_BAD_STATE      the recorder is already running.
 //   ZX_ERR_ALREADY_EXISTS the process holds another sampler session (the profiler's, its own).
 //   ZX_ERR_NO_RESOURCES   the writer thread could not be started.
+//   ZX_ERR_NOT_SUPPORTED  attach_new_threads without the thread hook in the process.
 //   and the statuses of zxs_sampler_create() / attach() / start().
 ZXS_API zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options);
 
@@ -81,6 +87,10 @@ ZXS_API zx_status_t zxs_recorder_attach_current_thread(void);
 // thread. Alerts raised later are dropped.
 //   ZX_ERR_BAD_STATE not running; ZX_ERR_IO one of the alert traces could not be written.
 ZXS_API zx_status_t zxs_recorder_stop(void);
+
+// For the thread hook (libzxsampler-threads), not for programs: called by each new thread as it
+// starts; attaches it when the recorder runs with attach_new_threads. Not async-signal-safe.
+ZXS_API void zxs_recorder_thread_started(void);
 
 // Fuchsia's TRACE_ALERT for this library: keeps the window up to now and has a thread of the
 // library write it to `output_dir` as "<name>-<pid>-<n>.fxt" (name: letters, digits, '-', '_'

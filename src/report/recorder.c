@@ -6,6 +6,7 @@
 // CAS) -> READY (published with release) -> FREE (the writer is done). The writer sleeps on a
 // semaphore that raisers post (sem_post is async-signal-safe and never blocks).
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -327,6 +328,11 @@ zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
   zx_handle_t iob = ZX_HANDLE_INVALID;
   status = create_session(&iob);
   g_iob = iob;
+  // New threads are attached by the thread hook, which announces itself with this symbol.
+  if (status == ZX_OK && options->attach_new_threads &&
+      dlsym(RTLD_DEFAULT, "zxs_thread_hook_installed") == NULL) {
+    status = ZX_ERR_NOT_SUPPORTED;
+  }
   if (status == ZX_OK && !options->dont_attach_caller) status = attach_self_locked();
   if (status == ZX_OK) status = zxs_sampler_start(iob);
   if (status == ZX_OK && !g_wake_ready) {
@@ -356,6 +362,14 @@ zx_status_t zxs_recorder_attach_current_thread(void) {
   const zx_status_t status = g_iob == ZX_HANDLE_INVALID ? ZX_ERR_BAD_STATE : attach_self_locked();
   pthread_mutex_unlock(&g_lock);
   return status;
+}
+
+void zxs_recorder_thread_started(void) {
+  // g_options is written before g_running is set (release), and not again while it is set.
+  if (!atomic_load_explicit(&g_running, memory_order_acquire) || !g_options.attach_new_threads) {
+    return;
+  }
+  (void)zxs_recorder_attach_current_thread();  // a recorder that stopped meanwhile: BAD_STATE
 }
 
 zx_status_t zxs_recorder_stop(void) {

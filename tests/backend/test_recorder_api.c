@@ -187,8 +187,57 @@ static void test_fork_child_not_running(void** state) {
   assert_int_equal(count_traces("child-", NULL, 0), 0);
 }
 
+// attach_new_threads: without the thread hook the recorder says so; with it (this file built
+// again with ZXS_WITH_THREAD_HOOK, linked with libzxsampler-threads) a thread created after the
+// start is sampled, and the recorder's own threads and the caller (dont_attach_caller) are not.
+#ifdef ZXS_WITH_THREAD_HOOK
+// The hook's marker, used so that the linker keeps the hook even where a sanitizer runtime,
+// linked first, already defines pthread_create (as a program would with -Wl,--no-as-needed).
+extern const int zxs_thread_hook_installed;
+
+__attribute__((noinline)) static void new_thread_work(void) {
+  spin_ms(300);
+  __asm__ volatile("" ::: "memory");  // not a tail call: this frame stays on the stack
+}
+
+static void* new_thread_main(void* arg) {
+  (void)arg;
+  new_thread_work();
+  return NULL;
+}
+#endif
+
+static void test_new_threads(void** state) {
+  (void)state;
+  const zxs_recorder_options_t options = {
+      .output_dir = g_dir, .dont_attach_caller = true, .attach_new_threads = true};
+#ifndef ZXS_WITH_THREAD_HOOK
+  assert_int_equal(zxs_recorder_start(&options), ZX_ERR_NOT_SUPPORTED);
+  assert_int_equal(zxs_recorder_stop(), ZX_ERR_BAD_STATE);  // nothing was left running
+#else
+  assert_int_equal(zxs_thread_hook_installed, 1);
+  assert_int_equal(zxs_recorder_start(&options), ZX_OK);
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, new_thread_main, NULL), 0);
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  spin_ms(100);  // the caller is not attached: none of this is sampled
+  assert_int_equal(zxs_trace_alert("newthreads"), ZX_OK);
+  assert_int_equal(zxs_recorder_stop(), ZX_OK);
+  char path[512], out[600], error[256];
+  assert_int_equal(count_traces("newthreads-", path, sizeof(path)), 1);
+  snprintf(out, sizeof(out), "%s/folded.txt", g_dir);
+  assert_int_equal(zxs_profile_convert(path, out, ZXS_FORMAT_FOLDED, error, sizeof(error)), ZX_OK);
+  size_t size;
+  char* text = read_file(out, &size);
+  assert_non_null(memmem(text, size, "new_thread_work", 15));
+  assert_null(memmem(text, size, "test_new_threads", 16));
+  free(text);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_new_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_statuses, setup, teardown),
       cmocka_unit_test_setup_teardown(test_late_period_trace, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fork_child_not_running, setup, teardown),
