@@ -10,6 +10,10 @@
 #   WORK_ARGS=... arguments for peer_workload / interrupt_floor (default: "-t 3 -u 8000": three
 #                 threads, ~1.1 s of CPU in all on an idle core)
 #   ONLY=REGEX    run only the configurations whose name matches (the baseline always runs)
+#   VARIANTS=...  extra in-process perf-ring rows, side by side with the others in the same run:
+#                 "NAME:VAR=VALUE,VAR=VALUE;NAME2:..." adds zxs-NAME-1000 and zxs-NAME-4000, run
+#                 with those variables set (PRELOAD=PATH takes another build's preload library,
+#                 to compare a change with what it replaces)
 #
 # Every round runs the baseline (peer_workload, no profiler) between every two configurations,
 # A c1 A c2 A ... cK A, the configurations rotated from round to round; a configuration's
@@ -96,6 +100,14 @@ if [[ $HAVE_PERF == 1 ]]; then
 else
   echo "compare_peers: perf record does not work here: skipping perf" >&2
 fi
+declare -A VARIANT_ENV=()
+if [[ -n ${VARIANTS:-} ]]; then
+  IFS=';' read -ra _variants <<<"$VARIANTS"
+  for v in "${_variants[@]}"; do
+    VARIANT_ENV[${v%%:*}]=${v#*:}
+    CONFIGS+=("zxs-${v%%:*}-1000|zxsv:${v%%:*}:1000|1000" "zxs-${v%%:*}-4000|zxsv:${v%%:*}:250|4000")
+  done
+fi
 SELECTED=()
 for c in "${CONFIGS[@]}"; do
   [[ ${c%%|*} =~ $ONLY ]] && SELECTED+=("$c")
@@ -140,6 +152,15 @@ run_one() {
     zxs) env_args=("ZXSAMPLER_SOURCE=${rest%%:*}" "LD_PRELOAD=$PRELOAD" "ZXSAMPLER_OUTPUT=$prof"
                    "ZXSAMPLER_PERIOD_NS=$((${rest#*:} * 1000))")
          cmd=("$PW" $WORK_ARGS) ;;
+    zxsv) local preload=$PRELOAD vname=${rest%%:*} kv
+          env_args=("ZXSAMPLER_SOURCE=perf-ring" "ZXSAMPLER_OUTPUT=$prof"
+                    "ZXSAMPLER_PERIOD_NS=$((${rest#*:} * 1000))")
+          IFS=',' read -ra _kvs <<<"${VARIANT_ENV[$vname]}"
+          for kv in "${_kvs[@]}"; do
+            if [[ ${kv%%=*} == PRELOAD ]]; then preload=${kv#*=}; else env_args+=("$kv"); fi
+          done
+          env_args+=("LD_PRELOAD=$preload")
+          cmd=("$PW" $WORK_ARGS) ;;
     record) cmd=("$ZXS" record -q --user-only -o "$prof" --period "$rest" -- "$PW" $WORK_ARGS) ;;
     gperf) env_args=("LD_PRELOAD=$LIBPROFILER" "CPUPROFILE=$prof" "CPUPROFILE_FREQUENCY=${rest#*:}")
            [[ ${rest%%:*} == 1 ]] && env_args+=("CPUPROFILE_REALTIME=1")
@@ -162,7 +183,7 @@ run_one() {
   expected=$(python3 -c "print(round($cpu * $rate))")
   case $kind in
     floor) samples=$(sed -n 's/.* events=\([0-9]*\).*/\1/p' <<<"$line") ;;
-    zxs|record) samples=$(count_samples zxs "$prof") ;;
+    zxs|zxsv|record) samples=$(count_samples zxs "$prof") ;;
     perf | perfdwarf) samples=$(count_samples perf "$prof") ;;
     gperf) samples=$(count_samples gperf "$prof")
            [[ ${rest%%:*} == 1 ]] && expected=$(python3 -c "print(round($wall * $rate))") ;;
