@@ -447,19 +447,18 @@ uint64_t record_perf_sample_type(const record_perf_t* p) { return p->sample_type
 uint64_t record_perf_attach_failures(const record_perf_t* p) { return p->attach_failures; }
 
 typedef struct drain {
-  const uint64_t* scratch;
   record_perf_fn fn;
   void* ctx;
 } drain_t;
 
 static void on_ring_record(void* arg, uint32_t type, const uint64_t* body, size_t words) {
-  (void)type, (void)body, (void)words;
+  (void)type, (void)words;
   const drain_t* d = arg;
-  d->fn(d->ctx, (const struct perf_event_header*)(const void*)d->scratch);
+  d->fn(d->ctx, (const struct perf_event_header*)(const void*)(body - 1));
 }
 
 static void drain_ring(record_perf_t* p, ring_t* r, record_perf_fn fn, void* ctx) {
-  drain_t d = {.scratch = p->scratch, .fn = fn, .ctx = ctx};
+  drain_t d = {.fn = fn, .ctx = ctx};
   zxs_linux_ring_read(r->base, p->page, r->data_size, p->scratch, on_ring_record, &d);
 }
 

@@ -124,8 +124,8 @@ struct perf_event_attr;
 // A disabled software task-clock event of `period` ns, user code only (what every perf source
 // starts from).
 void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t period);
-// perf_event_open(attr, tid, any CPU, no group, close-on-exec): the fd, or -1 with errno.
-int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid);
+// perf_event_open(attr, tid, cpu (-1: any), no group, close-on-exec): the fd, or -1 with errno.
+int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid, int cpu);
 // errno of perf_event_open/fcntl/mmap -> status. NOT_SUPPORTED means "use another source".
 zx_status_t zxs_linux_perf_status(int err);
 // Whether a task-clock perf event can be opened here (probed once).
@@ -159,8 +159,9 @@ typedef void (*zxs_linux_record_fn)(void* ctx, uint32_t type, const uint64_t* bo
 // Hands every record between the ring's tail and head to `on_record`, in order, and frees their
 // space. `base` is the mapping (header page of `page` bytes, then `data_size` bytes of data, a
 // power of two); `scratch` holds one record (64 KiB, 8-aligned). Records whose size is not a
-// multiple of 8 are skipped. Each record lies whole in `scratch` during its call, its header at
-// scratch[0] (for a consumer that needs the header's misc bits). One consumer at a time.
+// multiple of 8 are skipped. During its call each record lies whole, header included, at
+// body - 1: in the ring itself, or in `scratch` when it wraps around the ring's end. One
+// consumer at a time.
 void zxs_linux_ring_read(uint8_t* base, size_t page, size_t data_size, uint64_t* scratch,
                          zxs_linux_record_fn on_record, void* ctx);
 
@@ -200,10 +201,12 @@ bool zxs_linux_ring_available(void);
 // Arms the kernel-walked perf source of `slot`: statuses as zxs_linux_perf_arm (NOT_SUPPORTED
 // also when the ring cannot be mapped: the locked-memory limit).
 zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
-// Stops the slot's event and writes what its ring holds (while writes are enabled).
+// Stops the slot's events and writes what the rings hold (while writes are enabled).
 void zxs_linux_ring_disarm(zxs_thread_slot_t* slot);
-// After fork, in the child: unmaps and closes every inherited ring without disabling the
-// parent's events, and forgets the collector (it stayed in the parent).
+// Bytes of stack the kernel copies per sample (ZXSAMPLER_STACK_COPY, default 8 KiB).
+uint32_t zxs_linux_ring_stack_copy(void);
+// After fork, in the child: unmaps and closes every inherited ring and event without disabling
+// the parent's events, and forgets the collector (it stayed in the parent).
 void zxs_linux_ring_forget_all(void);
 // Tests: while held, the collector drains nothing (flush and disarm still do), so they can tell
 // what those wrote and make a ring overflow.
