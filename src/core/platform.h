@@ -148,6 +148,9 @@ zx_status_t zxs_prim_sampling_init(void);
 // it disables writes, so nothing taken before stop is lost. Nothing to do for sources that write
 // from the interrupted thread.
 void zxs_prim_sampling_flush(void);
+// No session samples any more (the last one was destroyed): a backend releases what its sources
+// keep from one start to the next (perf-ring's per-CPU rings). Nothing to do for the others.
+void zxs_prim_sampling_idle(void);
 // Arms the slot's source (the slot holds the thread and the backend's source state).
 // Sets slot->source_kind. ZX_ERR_NO_RESOURCES when no source could be created.
 zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period);

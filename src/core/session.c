@@ -121,6 +121,7 @@ static void session_on_last_handle(zxs_object_t* obj) {
   for (uint32_t i = 0; i < s->region_count; i++) zxs_prim_region_destroy(&s->regions[i]);
   s->state = SESSION_DESTROYED;
   if (g_live == s) g_live = NULL;
+  zxs_prim_sampling_idle();
   pthread_mutex_unlock(&g_lock);
 }
 

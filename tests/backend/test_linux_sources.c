@@ -835,6 +835,7 @@ static void no_leaks(const char* which) {
   zxs_thread_slot_t* self = attach_self(0);
   (void)zxs_prim_source_arm(self, 1000000);  // first arm may calibrate; then count
   zxs_prim_source_disarm(self);
+  zxs_prim_sampling_idle();  // no rings kept from earlier tests in the baseline
   const int fds = count_dir("/proc/self/fd");
   const int timers = count_timers();
   const int maps = count_perf_maps();
@@ -854,6 +855,7 @@ static void no_leaks(const char* which) {
     zxs_prim_source_disarm(self);
     zxs_prim_source_disarm(self);  // idempotent
   }
+  zxs_prim_sampling_idle();  // as the last session's end: perf-ring releases its rings
   assert_int_equal(count_dir("/proc/self/fd"), fds);
   assert_int_equal(count_timers(), timers);
   assert_int_equal(count_perf_maps(), maps);  // perf-ring's rings are unmapped
@@ -1180,10 +1182,12 @@ static void dead_thread(const char* which) {
   }
   assert_false(zxs_prim_thread_alive(&gone));
   zxs_thread_slot_t* slot = attach(6, &gone);
+  zxs_prim_sampling_idle();  // perf-ring's rings are kept until no session samples
   const int fds = count_dir("/proc/self/fd");
   const int timers = count_timers();
   assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_ERR_BAD_STATE);
   assert_false(atomic_load(&slot->armed));
+  zxs_prim_sampling_idle();
   assert_int_equal(count_dir("/proc/self/fd"), fds);
   assert_int_equal(count_timers(), timers);
   zxs_prim_source_disarm(slot);

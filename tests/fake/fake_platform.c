@@ -474,6 +474,8 @@ void zxs_prim_after_fork_child(void) {}
 
 void zxs_prim_sampling_flush(void) {}
 
+void zxs_prim_sampling_idle(void) {}
+
 zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
   pthread_mutex_lock(&g_lock);
   fake_thread_t* t = thread_rec(slot->thread.koid);

@@ -74,10 +74,10 @@ static void sample_every_one(struct perf_event_attr* attr, uint32_t type, uint64
 
 // Opens one event of `tid` into `ev` (the first one opened owns the ring). False on failure.
 static bool add_event(zxs_rt_events_t* ev, int which, struct perf_event_attr* attr, pid_t tid) {
-  int fd = zxs_linux_perf_event_open(attr, tid);
+  int fd = zxs_linux_perf_event_open(attr, tid, -1);
   if (fd < 0 && errno == EACCES && !attr->exclude_kernel && attr->type == PERF_TYPE_SOFTWARE) {
     attr->exclude_kernel = 1;  // not allowed to see kernel events: user-mode faults only
-    fd = zxs_linux_perf_event_open(attr, tid);
+    fd = zxs_linux_perf_event_open(attr, tid, -1);
   }
   if (fd < 0) return false;
   uint64_t id = 0;

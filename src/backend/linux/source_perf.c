@@ -77,14 +77,14 @@ void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t perio
   attr->exclude_hv = 1;
 }
 
-int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid) {
-  return (int)syscall(SYS_perf_event_open, attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid, int cpu) {
+  return (int)syscall(SYS_perf_event_open, attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 static int perf_open(pid_t tid, zx_duration_t period) {
   struct perf_event_attr attr;
   zxs_linux_task_clock_attr(&attr, period);  // enabled by the first REFRESH, once routed
-  return zxs_linux_perf_event_open(&attr, tid);
+  return zxs_linux_perf_event_open(&attr, tid, -1);
 }
 
 // Sends the event's overflow signals, as `sig` with si_fd, to thread `tid` only.

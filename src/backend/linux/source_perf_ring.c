@@ -1,15 +1,25 @@
-// Linux: the perf_event source without a signal. One software task-clock event per attached
-// thread, as in source_perf.c, but on each overflow the kernel itself copies the thread's user
-// registers and the top of its stack (8 KiB by default) into a ring buffer mapped for that event
-// (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER). A collector thread of the library's drains
-// the rings: for each sample the core walks the frame pointers over the copy with the very rules
-// of the signal path (frame_walk.c: within the thread's stack, aligned, strictly increasing), and
-// writes the record into the region of the CPU the kernel names, as a pending write of the
-// per-CPU protocol. It wakes when a ring is half full and every DRAIN_INTERVAL_MS while rings
-// are armed.
+// Linux: the perf_event source without a signal. On each overflow of a software task-clock event
+// the kernel itself copies the thread's user registers and the top of its stack (8 KiB by
+// default) into a ring buffer (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER). A collector
+// thread of the library's drains the rings: for each sample the core walks the frame pointers
+// over the copy with the very rules of the signal path (frame_walk.c: within the thread's stack,
+// aligned, strictly increasing), and writes the record into the region of the CPU the kernel
+// names, as a pending write of the per-CPU protocol.
 //
-// Why: the signal source pays, per sample, an irq_work self-interrupt, the signal frame, a
-// sigreturn and a re-arm ioctl on top of the timer interrupt: ~50 us here against `perf
+// One ring per CPU, shared by every attached thread, as `perf record` shares them: each attached
+// thread gets one event per CPU (pid = its tid, cpu = c), whose samples go to CPU c's ring
+// (PERF_EVENT_IOC_SET_OUTPUT, which only joins events of one CPU). So locked memory and the
+// collector's wakeups do not grow with the thread count (a ring per thread did: 128-512 KiB each,
+// and a wakeup per ring), a thread costs one descriptor per CPU and no mapping, and arming one is
+// an open and an ioctl per CPU. A CPU's ring receives at most one sample per period whatever
+// the number of threads, so it is sized from the period alone. The rings belong to a dummy event
+// of the collector thread's on each CPU (it never counts; the collector outlives every thread
+// that writes there) and are kept across stop and start: zxs_prim_sampling_idle() releases them
+// once no session samples any more. The collector wakes when a ring is half full and every
+// DRAIN_INTERVAL_MS while threads are armed; it finds a sample's thread by its tid.
+//
+// Why no signal: the signal source pays, per sample, an irq_work self-interrupt, the signal
+// frame, a sigreturn and a re-arm ioctl on top of the timer interrupt: ~50 us here against `perf
 // record`'s ~20 us (docs/PERFORMANCE.md). The kernel's own frame-pointer walk
 // (PERF_SAMPLE_CALLCHAIN) would be cheaper still, but it checks neither stack bounds nor
 // alignment nor direction, so a garbage frame pointer (code built without them) yields garbage
@@ -17,13 +27,13 @@
 // A stack deeper than the copy is cut there and counted as truncated.
 //
 // Nothing is lost at stop: stop flushes the rings (zxs_prim_sampling_flush) before it disables
-// writes. A ring the collector could not drain in time makes the kernel drop samples and count
-// them (PERF_FORMAT_LOST): they count as dropped_other. A thread that exits keeps its ring until
-// it is detached, which drains it first.
+// writes. A sample the kernel could not store (its CPU's ring was full) is counted by its event
+// (PERF_FORMAT_LOST) and reported as dropped_other on that CPU, at flush and disarm and about
+// once a second while sampling runs.
 //
-// Locking: g_lock guards the ring table and is held while draining (by the collector, flush,
-// disarm). The session lock may be held when g_lock is taken, never the other way round: the
-// collector only calls zxs_core_sample_copy(), which takes no lock.
+// Locking: g_lock guards the rings and the thread table and is held while draining (by the
+// collector, flush, disarm). The session lock may be held when g_lock is taken, never the other
+// way round: the collector only calls zxs_core_sample_copy(), which takes no lock.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -48,63 +58,91 @@
 #include "platform.h"
 #include "sampling.h"
 
-// A ring is drained at least this often while any is armed, so a region read while sampling
-// lags by about this much.
-#define DRAIN_INTERVAL_MS 20
+// A ring is drained at least this often while any thread is armed, so a region read while
+// sampling lags by about this much. The collector wakes earlier when a ring is half full.
+#define DRAIN_INTERVAL_MS 100
+// Lost samples are read from every event about this often while sampling runs (and at flush).
+#define LOST_CHECK_NS 1000000000
 // Bytes of stack the kernel copies per sample, from sp up (perf's own default for DWARF
 // unwinding). ZXSAMPLER_STACK_COPY=N (bytes, 512..65000) changes it.
 #define STACK_COPY_BYTES 8192u
 #define STACK_COPY_MIN 512u
 #define STACK_COPY_MAX 65000u
-// A ring holds twice what its thread produces in RING_SPAN_MS (the collector is woken at half,
-// so that is the time it has to get a CPU), and at least RING_MIN_SAMPLES samples, within
-// [RING_MIN_PAGES, RING_MAX_PAGES] data pages: 128 KiB at 1 ms, 512 KiB at 250 us.
-#define RING_SPAN_MS 5
+// A CPU's ring holds twice what one CPU produces in RING_SPAN_MS, so the collector, woken at
+// half, drains it about every RING_SPAN_MS (its wakeups are what sampling costs beyond the
+// kernel's part: docs/PERFORMANCE.md) and has that long to get a CPU. At least RING_MIN_SAMPLES
+// samples, within [RING_MIN_PAGES, RING_MAX_PAGES] data pages and RING_TOTAL_MAX bytes over all
+// CPUs: 512 KiB at 1 ms, 2 MiB at 250 us. A mapping the locked-memory limit refuses is retried
+// at half the size.
+#define RING_SPAN_MS 20
 #define RING_MIN_SAMPLES 12u
 #define RING_MIN_PAGES 8u
-#define RING_MAX_PAGES 256u
+#define RING_MAX_PAGES 512u
+#define RING_TOTAL_MAX ((size_t)32 << 20)
 // header, {pid, tid}, time, {cpu, res}, abi, 3 registers, size, dyn_size: the record around
 // the stack copy.
 #define RECORD_OVERHEAD 88u
+// The tid -> thread index table: open addressing, at most half full.
+#define TID_TABLE_SIZE (2u * ZXS_MAX_THREADS)
 
-typedef struct ring {
+typedef struct cpu_ring {
+  int fd;         // the owner: the collector's dummy event on this CPU; -1: no ring (CPU offline)
+  uint8_t* base;  // header page, then g_data_size bytes of data
+  bool polled;    // in the collector's epoll set
+} cpu_ring_t;
+
+typedef struct thread_events {
   zxs_thread_slot_t* slot;  // NULL: entry unused
-  int fd;
-  uint8_t* base;  // header page, then data_size bytes of data
-  size_t map_size;
-  size_t data_size;  // a power of two
+  pid_t tid;
   uint32_t attach_gen;
-  uint32_t last_cpu;   // of the last sample drained: lost samples are counted there
-  uint64_t lost_seen;  // the event's lost count already counted
-  bool polled;         // in the collector's epoll set
-} ring_t;
+  int* fds;             // one event per CPU (g_cpu_count); -1 where that CPU has no ring
+  uint64_t* lost_seen;  // per CPU: the event's lost count already counted
+} thread_events_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static ring_t g_rings[ZXS_MAX_THREADS];  // by slot index; g_lock
-static uint32_t g_armed;                 // rings in use; g_lock
-static int g_epoll = -1;                 // the collector's; g_lock
-static int g_wake = -1;                  // eventfd in g_epoll: "rings changed"
-static pid_t g_collector_pid;            // process the collector runs in (0: none)
+static cpu_ring_t* g_rings;                         // g_cpu_count entries; NULL: no rings
+static uint32_t g_cpu_count;                        // possible CPUs
+static size_t g_data_size;                          // each ring's data bytes, a power of two
+static thread_events_t g_threads[ZXS_MAX_THREADS];  // by slot index
+static uint32_t g_armed;                            // entries of g_threads in use
+static pid_t g_tid_keys[TID_TABLE_SIZE];            // 0: empty
+static uint16_t g_tid_values[TID_TABLE_SIZE];       // index into g_threads
+static int g_epoll = -1;                            // the collector's
+static int g_wake = -1;                             // eventfd in g_epoll: "rings changed"
+static pid_t g_collector_pid;                       // process the collector runs in (0: none)
+static _Atomic pid_t g_collector_tid;               // the collector's tid, once started
+static uint64_t g_last_lost_check;                  // CLOCK_MONOTONIC ns
 static size_t g_page;
 static uint32_t g_stack_copy;         // bytes per sample; set by probe()
 static uint64_t g_record[65536 / 8];  // one record, copied out of a ring; g_lock
+
+_Static_assert(ZXS_MAX_THREADS <= 65536, "thread indexes fit g_tid_values");
 
 static _Atomic bool g_collector_held;  // tests: the collector drains nothing
 
 static bool g_available;
 static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
 
-static size_t ring_pages(zx_duration_t period) {
+static size_t ring_data_size(zx_duration_t period) {
   const uint64_t record = RECORD_OVERHEAD + g_stack_copy;
   uint64_t samples = 2 * ((uint64_t)RING_SPAN_MS * 1000000u / (uint64_t)period + 1);
   if (samples < RING_MIN_SAMPLES) samples = RING_MIN_SAMPLES;
   const uint64_t bytes = samples * record;
   size_t pages = RING_MIN_PAGES;
-  while (pages < RING_MAX_PAGES && (uint64_t)pages * g_page < bytes) pages *= 2;
-  return pages;
+  while (pages < RING_MAX_PAGES && (uint64_t)pages * g_page < bytes &&
+         2 * pages * g_page * g_cpu_count <= RING_TOTAL_MAX) {
+    pages *= 2;
+  }
+  return pages * g_page;
 }
 
-static int ring_open(pid_t tid, zx_duration_t period, size_t data_size) {
+static void clock_attr(struct perf_event_attr* attr) {
+  attr->use_clockid = 1;
+  attr->clockid = CLOCK_MONOTONIC;  // zxs_prim_ticks()'s clock; events sharing a ring share it
+}
+
+// A thread's sampling event on `cpu` (-1: any CPU, for the probe).
+static int event_open(pid_t tid, int cpu, zx_duration_t period) {
   struct perf_event_attr attr;
   zxs_linux_task_clock_attr(&attr, period);
   attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |
@@ -112,11 +150,19 @@ static int ring_open(pid_t tid, zx_duration_t period, size_t data_size) {
   attr.sample_regs_user = ZXS_PERF_REGS_MASK;
   attr.sample_stack_user = g_stack_copy;
   attr.read_format = PERF_FORMAT_LOST;  // Linux 6.0
-  attr.use_clockid = 1;
-  attr.clockid = CLOCK_MONOTONIC;  // zxs_prim_ticks()'s clock
+  clock_attr(&attr);
+  return zxs_linux_perf_event_open(&attr, tid, cpu);
+}
+
+// A ring's owner: a dummy event (it counts nothing) of thread `tid` on `cpu`, woken at half.
+static int owner_open(pid_t tid, int cpu, size_t data_size) {
+  struct perf_event_attr attr;
+  zxs_linux_task_clock_attr(&attr, 0);
+  attr.config = PERF_COUNT_SW_DUMMY;
   attr.watermark = 1;
   attr.wakeup_watermark = (uint32_t)(data_size / 2);
-  return zxs_linux_perf_event_open(&attr, tid);
+  clock_attr(&attr);
+  return zxs_linux_perf_event_open(&attr, tid, cpu);
 }
 
 static uint32_t stack_copy_bytes(void) {
@@ -131,9 +177,11 @@ static uint32_t stack_copy_bytes(void) {
 static void probe(void) {
   g_page = (size_t)sysconf(_SC_PAGESIZE);
   g_stack_copy = stack_copy_bytes();
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  g_cpu_count = cpus > 0 ? (uint32_t)cpus : 1;
   const size_t data = RING_MIN_PAGES * g_page;
   // Before 6.0 (no PERF_FORMAT_LOST) or without user stack copies: the signal source is used.
-  int fd = ring_open(0, ZXS_LINUX_PERF_MIN_PERIOD * 100, data);
+  int fd = event_open(0, -1, ZXS_LINUX_PERF_MIN_PERIOD * 100);
   if (fd < 0) {
     g_available = zxs_linux_perf_status(errno) != ZX_ERR_NOT_SUPPORTED;
     return;
@@ -149,14 +197,60 @@ bool zxs_linux_ring_available(void) {
   return g_available;
 }
 
+uint32_t zxs_linux_ring_stack_copy(void) {
+  pthread_once(&g_probe_once, probe);
+  return g_stack_copy;
+}
+
+// --- The tid table (g_lock held) --------------------------------------------------------------
+
+static uint32_t tid_hash(pid_t tid) { return ((uint32_t)tid * 2654435761u) & (TID_TABLE_SIZE - 1); }
+
+static thread_events_t* tid_find_locked(pid_t tid) {
+  for (uint32_t i = tid_hash(tid);; i = (i + 1) & (TID_TABLE_SIZE - 1)) {
+    if (g_tid_keys[i] == 0) return NULL;
+    if (g_tid_keys[i] == tid) return &g_threads[g_tid_values[i]];
+  }
+}
+
+static void tid_insert_locked(pid_t tid, uint32_t index) {
+  uint32_t i = tid_hash(tid);
+  while (g_tid_keys[i] != 0 && g_tid_keys[i] != tid) i = (i + 1) & (TID_TABLE_SIZE - 1);
+  g_tid_keys[i] = tid;
+  g_tid_values[i] = (uint16_t)index;
+}
+
+// Linear probing's deletion: later entries of the run move back into the hole they would
+// otherwise no longer be found across.
+static void tid_remove_locked(pid_t tid) {
+  uint32_t hole = tid_hash(tid);
+  while (g_tid_keys[hole] != tid) {
+    if (g_tid_keys[hole] == 0) return;
+    hole = (hole + 1) & (TID_TABLE_SIZE - 1);
+  }
+  for (uint32_t i = (hole + 1) & (TID_TABLE_SIZE - 1); g_tid_keys[i] != 0;
+       i = (i + 1) & (TID_TABLE_SIZE - 1)) {
+    const uint32_t home = tid_hash(g_tid_keys[i]);
+    // Movable when its home is not within (hole, i], cyclically.
+    const bool in_between = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+    if (!in_between) {
+      g_tid_keys[hole] = g_tid_keys[i];
+      g_tid_values[hole] = g_tid_values[i];
+      hole = i;
+    }
+  }
+  g_tid_keys[hole] = 0;
+}
+
 // --- Draining (g_lock held) -------------------------------------------------------------------
 
-static void handle_sample(ring_t* r, const uint64_t* w, size_t words) {
+static void handle_sample(const uint64_t* w, size_t words) {
   // {pid, tid} {time} {cpu, res} {abi} {regs[REG_COUNT]} {size} {data[size]} {dyn_size}
-  enum { CPU = 2, ABI = 3, REGS = 4, SIZE = REGS + ZXS_PERF_REG_COUNT, DATA = SIZE + 1 };
+  enum { TID = 0, CPU = 2, ABI = 3, REGS = 4, SIZE = REGS + ZXS_PERF_REG_COUNT, DATA = SIZE + 1 };
   if (words <= CPU) return;
   const uint32_t cpu = (uint32_t)w[CPU];
-  r->last_cpu = cpu;
+  const thread_events_t* t = tid_find_locked((pid_t)(w[TID] >> 32));
+  if (t == NULL) return;  // not ours: cannot happen, disarm drains before it forgets a thread
   if (words < DATA || w[ABI] != PERF_SAMPLE_REGS_ABI_64) {
     zxs_core_count_dropped(cpu, 1);  // no user registers (not with exclude_kernel)
     return;
@@ -170,42 +264,57 @@ static void handle_sample(ring_t* r, const uint64_t* w, size_t words) {
     copied = w[DATA + size / 8];  // dyn_size: what the kernel could read
     if (copied > size) copied = 0;
   }
-  zxs_core_sample_copy(r->slot, r->attach_gen, cpu, w[1], &regs, &w[DATA], (size_t)copied);
-}
-
-// Samples the kernel took but could not store (the ring was full) are counted by the event
-// itself (PERF_FORMAT_LOST): PERF_RECORD_LOST would only be written once the ring has room
-// again, which after the last drain never comes.
-static void count_lost_locked(ring_t* r) {
-  uint64_t values[2];  // {value, lost}
-  if (read(r->fd, values, sizeof(values)) != (ssize_t)sizeof(values)) return;
-  if (values[1] > r->lost_seen) {
-    zxs_core_count_dropped(r->last_cpu, values[1] - r->lost_seen);
-    r->lost_seen = values[1];
-  }
+  zxs_core_sample_copy(t->slot, t->attach_gen, cpu, w[1], &regs, &w[DATA], (size_t)copied);
 }
 
 static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t words) {
-  // PERF_RECORD_LOST: counted by count_lost_locked. PERF_RECORD_THROTTLE/UNTHROTTLE: the
-  // kernel's own rate limit; the samples it skipped were never taken.
-  if (type == PERF_RECORD_SAMPLE) handle_sample(ctx, body, words);
-}
-
-static void drain_locked(ring_t* r) {
-  zxs_linux_ring_read(r->base, g_page, r->data_size, g_record, on_record, r);
-  count_lost_locked(r);
+  (void)ctx;
+  // PERF_RECORD_LOST: counted per event by count_lost_locked. PERF_RECORD_THROTTLE/UNTHROTTLE:
+  // the kernel's own rate limit; the samples it skipped were never taken.
+  if (type == PERF_RECORD_SAMPLE) handle_sample(body, words);
 }
 
 static void drain_all_locked(void) {
+  if (g_rings == NULL) return;
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    if (g_rings[cpu].fd >= 0) {
+      zxs_linux_ring_read(g_rings[cpu].base, g_page, g_data_size, g_record, on_record, NULL);
+    }
+  }
+}
+
+// Samples the kernel took but could not store (the CPU's ring was full) are counted by each
+// event itself (PERF_FORMAT_LOST): PERF_RECORD_LOST would only be written once the ring has room
+// again, which after the last drain never comes, and names no thread.
+static void count_lost_locked(thread_events_t* t) {
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    uint64_t values[2];  // {value, lost}
+    if (t->fds[cpu] < 0 || read(t->fds[cpu], values, sizeof(values)) != (ssize_t)sizeof(values)) {
+      continue;
+    }
+    if (values[1] > t->lost_seen[cpu]) {
+      zxs_core_count_dropped(cpu, values[1] - t->lost_seen[cpu]);
+      t->lost_seen[cpu] = values[1];
+    }
+  }
+}
+
+static void count_lost_all_locked(void) {
   for (uint32_t i = 0, seen = 0; i < ZXS_MAX_THREADS && seen < g_armed; i++) {
-    if (g_rings[i].slot != NULL) {
-      drain_locked(&g_rings[i]);
+    if (g_threads[i].slot != NULL) {
+      count_lost_locked(&g_threads[i]);
       seen++;
     }
   }
 }
 
 // --- The collector ----------------------------------------------------------------------------
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void* collector_main(void* unused) {
   (void)unused;
@@ -219,24 +328,22 @@ static void* collector_main(void* unused) {
     struct epoll_event events[16];
     const int n = epoll_wait(epoll, events, 16, timeout);
     if (n < 0 && errno != EINTR) return NULL;
-    pthread_mutex_lock(&g_lock);
     for (int i = 0; i < n; i++) {
-      const uint64_t index = events[i].data.u64;
-      if (index == UINT64_MAX) {
+      if (events[i].data.u64 == UINT64_MAX) {
         uint64_t count;
         ssize_t got = read(g_wake, &count, sizeof(count));
         (void)got;
-        continue;
-      }
-      // An event whose thread exited polls as hung up for good: stop polling it (its ring
-      // stays until the thread is detached).
-      ring_t* r = &g_rings[index];
-      if ((events[i].events & (EPOLLHUP | EPOLLERR)) != 0 && r->slot != NULL && r->polled) {
-        epoll_ctl(g_epoll, EPOLL_CTL_DEL, r->fd, NULL);
-        r->polled = false;
       }
     }
-    if (!atomic_load_explicit(&g_collector_held, memory_order_relaxed)) drain_all_locked();
+    pthread_mutex_lock(&g_lock);
+    if (!atomic_load_explicit(&g_collector_held, memory_order_relaxed)) {
+      drain_all_locked();
+      const uint64_t now = monotonic_ns();
+      if (g_armed > 0 && now - g_last_lost_check >= LOST_CHECK_NS) {
+        count_lost_all_locked();
+        g_last_lost_check = now;
+      }
+    }
     pthread_mutex_unlock(&g_lock);
   }
 }
@@ -257,8 +364,14 @@ static bool ensure_collector_locked(void) {
   int err = pthread_create(&thread, NULL, collector_main, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (err != 0) goto fail;
+  // Its tid, for the rings' owner events, without waiting for it to run (a pthread_create the
+  // program interposes may attach it first, which needs the session lock our caller holds):
+  // glibc makes a thread's CPU clock from its tid.
+  clockid_t clock;
+  const pid_t tid = pthread_getcpuclockid(thread, &clock) == 0 ? zxs_linux_cpuclock_tid(clock) : 0;
   pthread_detach(thread);
   g_collector_pid = getpid();
+  atomic_store(&g_collector_tid, tid > 0 ? tid : getpid());
   return true;
 fail:
   if (g_epoll >= 0) close(g_epoll);
@@ -273,14 +386,109 @@ static void wake_collector_locked(void) {
   (void)put;
 }
 
+// --- The rings (g_lock held) ------------------------------------------------------------------
+
+// `deregister`: take them out of the collector's epoll set (not in a fork's child: the set is
+// the parent's).
+static void rings_release_locked(bool deregister) {
+  if (g_rings == NULL) return;
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    cpu_ring_t* r = &g_rings[cpu];
+    if (r->fd < 0) continue;
+    if (r->polled && deregister) epoll_ctl(g_epoll, EPOLL_CTL_DEL, r->fd, NULL);
+    munmap(r->base, g_page + g_data_size);
+    close(r->fd);
+  }
+  free(g_rings);
+  g_rings = NULL;
+  g_data_size = 0;
+}
+
+// The rings for `period`: kept when they are there and no thread is armed with others (all
+// armed threads share one period: one session at a time). A CPU whose ring cannot be made
+// (offline) has none; its threads' samples there are not taken. ZX_ERR_NOT_SUPPORTED when the
+// locked-memory limit refuses the mapping (the caller falls back).
+static zx_status_t rings_make_locked(size_t data_size);
+
+static zx_status_t rings_ensure_locked(zx_duration_t period) {
+  size_t data_size = ring_data_size(period);
+  if (g_rings != NULL && (data_size == g_data_size || g_armed > 0)) return ZX_OK;
+  rings_release_locked(true);
+  zx_status_t status;
+  while ((status = rings_make_locked(data_size)) == ZX_ERR_NOT_SUPPORTED &&
+         data_size > RING_MIN_PAGES * g_page) {
+    data_size /= 2;  // the locked-memory limit: smaller rings, more wakeups
+  }
+  return status;
+}
+
+// One ring per CPU of `data_size` bytes, or none (g_rings NULL) with the status.
+static zx_status_t rings_make_locked(size_t data_size) {
+  cpu_ring_t* rings = calloc(g_cpu_count, sizeof(*rings));
+  if (rings == NULL) return ZX_ERR_NO_MEMORY;
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) rings[cpu].fd = -1;
+  const pid_t owner = atomic_load(&g_collector_tid);
+  uint32_t made = 0;
+  zx_status_t status = ZX_ERR_NOT_SUPPORTED;
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    cpu_ring_t* r = &rings[cpu];
+    r->fd = owner_open(owner, (int)cpu, data_size);
+    if (r->fd < 0) continue;  // ENODEV, ENXIO: an offline CPU
+    r->base = mmap(NULL, g_page + data_size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    if (r->base == MAP_FAILED) {
+      // EPERM: beyond perf_event_mlock_kb and RLIMIT_MEMLOCK.
+      status = errno == ENOMEM ? ZX_ERR_NO_RESOURCES : ZX_ERR_NOT_SUPPORTED;
+      close(r->fd);
+      r->fd = -1;
+      made = 0;  // all or none: the rings made so far are released below
+      break;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = cpu};
+    r->polled = epoll_ctl(g_epoll, EPOLL_CTL_ADD, r->fd, &ev) == 0;
+    made++;
+  }
+  g_rings = rings;
+  g_data_size = data_size;
+  if (made == 0) {
+    rings_release_locked(true);
+    return status;
+  }
+  return ZX_OK;
+}
+
 // --- The source -------------------------------------------------------------------------------
 
-static void ring_release_locked(ring_t* r) {
-  if (r->polled) epoll_ctl(g_epoll, EPOLL_CTL_DEL, r->fd, NULL);
-  munmap(r->base, r->map_size);
-  close(r->fd);
-  memset(r, 0, sizeof(*r));
-  g_armed--;
+static void thread_close_locked(thread_events_t* t) {
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    if (t->fds[cpu] >= 0) close(t->fds[cpu]);
+  }
+  free(t->fds);
+  free(t->lost_seen);
+  memset(t, 0, sizeof(*t));
+}
+
+// Opens the thread's event on every CPU that has a ring, each writing there, all disabled.
+static zx_status_t thread_open_locked(thread_events_t* t, pid_t tid, zx_duration_t period) {
+  t->fds = malloc(g_cpu_count * sizeof(*t->fds));
+  t->lost_seen = calloc(g_cpu_count, sizeof(*t->lost_seen));
+  if (t->fds == NULL || t->lost_seen == NULL) {
+    free(t->fds);
+    free(t->lost_seen);
+    return ZX_ERR_NO_MEMORY;
+  }
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) t->fds[cpu] = -1;
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    if (g_rings[cpu].fd < 0) continue;
+    const int fd = event_open(tid, (int)cpu, period);
+    if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, g_rings[cpu].fd) != 0) {
+      const zx_status_t status = zxs_linux_perf_status(errno);
+      if (fd >= 0) close(fd);
+      thread_close_locked(t);
+      return status;
+    }
+    t->fds[cpu] = fd;
+  }
+  return ZX_OK;
 }
 
 zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen) {
@@ -288,59 +496,52 @@ zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, ui
   zxs_linux_slot_t* st = zxs_linux_slot(slot);
   atomic_store_explicit(&st->fd, -1, memory_order_relaxed);
   atomic_store_explicit(&st->kind, ZXS_SOURCE_PERF_RING, memory_order_relaxed);
-  const size_t data_size = ring_pages(period) * g_page;
-  const int fd = ring_open((pid_t)slot->thread.koid, period, data_size);
-  if (fd < 0) return zxs_linux_perf_status(errno);
-  void* base = mmap(NULL, g_page + data_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    // EPERM: beyond perf_event_mlock_kb and RLIMIT_MEMLOCK; the caller falls back.
-    zx_status_t status = errno == ENOMEM ? ZX_ERR_NO_RESOURCES : ZX_ERR_NOT_SUPPORTED;
-    close(fd);
-    return status;
-  }
-  zx_status_t status = ZX_ERR_NO_RESOURCES;
+  const pid_t tid = (pid_t)slot->thread.koid;
   pthread_mutex_lock(&g_lock);
-  ring_t* r = &g_rings[slot->index];
-  if (r->slot == NULL && ensure_collector_locked()) {
+  thread_events_t* t = &g_threads[slot->index];
+  zx_status_t status = ZX_ERR_NO_RESOURCES;
+  if (t->slot == NULL && ensure_collector_locked() &&
+      (status = rings_ensure_locked(period)) == ZX_OK &&
+      (status = thread_open_locked(t, tid, period)) == ZX_OK) {
     zxs_linux_publish(slot, gen);
-    *r = (ring_t){.slot = slot,
-                  .fd = fd,
-                  .base = base,
-                  .map_size = g_page + data_size,
-                  .data_size = data_size,
-                  .attach_gen = atomic_load_explicit(&st->attach_gen, memory_order_relaxed)};
+    t->slot = slot;
+    t->tid = tid;
+    t->attach_gen = atomic_load_explicit(&st->attach_gen, memory_order_relaxed);
+    tid_insert_locked(tid, slot->index);
     g_armed++;
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = slot->index};
-    r->polled = epoll_ctl(g_epoll, EPOLL_CTL_ADD, fd, &ev) == 0;
-    if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0) {
-      atomic_store_explicit(&st->fd, fd, memory_order_release);
+    for (uint32_t cpu = 0; cpu < g_cpu_count && status == ZX_OK; cpu++) {
+      if (t->fds[cpu] >= 0 && ioctl(t->fds[cpu], PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        status = zxs_linux_perf_status(errno);
+      }
+    }
+    if (status == ZX_OK) {
       wake_collector_locked();  // it may be waiting with no timeout
-      status = ZX_OK;
     } else {
-      status = zxs_linux_perf_status(errno);
       zxs_linux_unpublish(slot);
-      ring_release_locked(r);
-      base = NULL;
+      tid_remove_locked(tid);
+      thread_close_locked(t);
+      g_armed--;
     }
   }
   pthread_mutex_unlock(&g_lock);
-  if (status != ZX_OK && base != NULL) {
-    munmap(base, g_page + data_size);
-    close(fd);
-  }
   return status;
 }
 
 void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
   zxs_linux_slot_t* st = zxs_linux_slot(slot);
   pthread_mutex_lock(&g_lock);
-  ring_t* r = &g_rings[slot->index];
-  if (r->slot == slot) {
-    // Stop the event, then write what it took (while writes are enabled: a thread detached
+  thread_events_t* t = &g_threads[slot->index];
+  if (t->slot == slot) {
+    // Stop the events, then write what they took (while writes are enabled: a thread detached
     // while sampling runs loses nothing; at stop, zxs_prim_sampling_flush came first).
-    ioctl(r->fd, PERF_EVENT_IOC_DISABLE, 0);
-    drain_locked(r);
-    ring_release_locked(r);
+    for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+      if (t->fds[cpu] >= 0) ioctl(t->fds[cpu], PERF_EVENT_IOC_DISABLE, 0);
+    }
+    drain_all_locked();
+    count_lost_locked(t);
+    tid_remove_locked(t->tid);
+    thread_close_locked(t);
+    g_armed--;
   }
   pthread_mutex_unlock(&g_lock);
   zxs_linux_unpublish(slot);
@@ -350,6 +551,13 @@ void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
 void zxs_prim_sampling_flush(void) {
   pthread_mutex_lock(&g_lock);
   drain_all_locked();
+  count_lost_all_locked();
+  pthread_mutex_unlock(&g_lock);
+}
+
+void zxs_prim_sampling_idle(void) {
+  pthread_mutex_lock(&g_lock);
+  if (g_armed == 0) rings_release_locked(true);
   pthread_mutex_unlock(&g_lock);
 }
 
@@ -357,18 +565,18 @@ void zxs_linux_ring_forget_all(void) {
   // The child has one thread: nobody holds the lock it copied but the parent's threads.
   pthread_mutex_init(&g_lock, NULL);
   for (uint32_t i = 0; i < ZXS_MAX_THREADS; i++) {
-    ring_t* r = &g_rings[i];
-    if (r->slot == NULL) continue;
-    munmap(r->base, r->map_size);
-    close(r->fd);  // the child's copy only: no DISABLE, the event is the parent's
-    memset(r, 0, sizeof(*r));
+    // The child's copies only: no DISABLE, the events are the parent's.
+    if (g_threads[i].slot != NULL) thread_close_locked(&g_threads[i]);
   }
+  memset(g_tid_keys, 0, sizeof(g_tid_keys));
   g_armed = 0;
+  rings_release_locked(false);
   if (g_collector_pid != 0) {  // the collector stayed in the parent
     close(g_epoll);
     close(g_wake);
     g_epoll = g_wake = -1;
     g_collector_pid = 0;
+    atomic_store(&g_collector_tid, 0);
   }
 }
 
