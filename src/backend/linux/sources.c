@@ -7,9 +7,10 @@
 // opened or routed. ZXSAMPLER_SOURCE=perf-ring|perf|cputimer forces one source (no
 // fallback), for tests and benchmarks.
 //
-// Periods: the perf sources are never armed below the throttle floor (throttle.c), and each
-// raise is counted; the timer source is never armed below one tick, its resolution (not counted as
-// throttling: faster would only turn into overruns). slot->period holds the period in force.
+// Periods: each perf source is never armed below its own throttle floor (throttle.c: perf-ring's
+// measured on the ring path, perf's on the signal path), and each raise is counted; the timer
+// source is never armed below one tick, its resolution (not counted as throttling: faster would
+// only turn into overruns). slot->period holds the period in force.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -77,9 +78,8 @@ static zx_duration_t effective_period(int kind, zx_duration_t requested, bool* t
     return requested;
   }
   if (kind != ZXS_SOURCE_CPU_CLOCK_TIMER) {
-    // The floor measures the signal source, which costs more than the kernel's walk: safe for
-    // both.
-    const zx_duration_t floor = zxs_linux_perf_floor();
+    // The floor of this very source: each perf source's sample cost is measured on its own path.
+    const zx_duration_t floor = zxs_linux_perf_floor(kind);
     if (requested < floor) {
       *throttled = floor > ZXS_LINUX_PERF_MIN_PERIOD;
       return floor;
