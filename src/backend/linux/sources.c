@@ -65,7 +65,10 @@ zxs_sample_source_t zxs_linux_default_source(void) {
 // costs every profiled process ~0.1 s of CPU (docs/PERFORMANCE.md).
 #define NO_THROTTLE_PERIOD ((zx_duration_t)1000000)
 // The same for perf-ring, whose samples cost the thread only the interrupt and the stack copy
-// (~20 us here, docs/PERFORMANCE.md): 4000 samples/s and slower run without calibrating.
+// (13-17 us as its calibration measures it here, 20-25 us in compare_peers.sh runs under load,
+// docs/PERFORMANCE.md): 4000 samples/s and slower run without calibrating, at most ~12% of the
+// thread. Half of it would be up to the quarter the floor allows: no margin left to skip the
+// measurement.
 #define RING_NO_THROTTLE_PERIOD ((zx_duration_t)200000)
 
 // The period a source is armed with for a requested one; *throttled when raised to protect the
