@@ -1101,12 +1101,12 @@ static void test_perf_fd_beyond_routes(void** state) {
 static const char* path_name(zxs_sample_source_t path) {
   return path == ZXS_SOURCE_PERF_RING         ? "ring"
          : path == ZXS_SOURCE_PERF_TASK_CLOCK ? "signal"
-                                              : "no";
+                                              : "none";
 }
 
 static void print_calibration(const zxs_linux_calibration_t* c) {
   print_message(
-      "calibration: %s on the %s path, cost %lld ns/sample, floor %lld ns (measured at %lld ns: "
+      "calibration: %s, path %s, cost %lld ns/sample, floor %lld ns (measured at %lld ns: "
       "%llu samples, base %lld us, sampled %lld us per run, ring %zu KiB)\n",
       c->measured ? "measured" : "assumed", path_name(c->path), (long long)c->cost,
       (long long)c->floor, (long long)c->period, (unsigned long long)c->samples,
