@@ -1100,6 +1100,70 @@ static void test_perf_fd_beyond_routes(void** state) {
   zxs_prim_source_disarm(slot);
 }
 
+static const char* path_name(zxs_sample_source_t path) {
+  return path == ZXS_SOURCE_PERF_RING         ? "ring"
+         : path == ZXS_SOURCE_PERF_TASK_CLOCK ? "signal"
+                                              : "none";
+}
+
+static void print_calibration(const zxs_linux_calibration_t* c) {
+  print_message(
+      "calibration: %s, path %s, cost %lld ns/sample, floor %lld ns (measured at %lld ns: "
+      "%llu samples, base %lld us, sampled %lld us per run, ring %zu KiB)\n",
+      c->measured ? "measured" : "assumed", path_name(c->path), (long long)c->cost,
+      (long long)c->floor, (long long)c->period, (unsigned long long)c->samples,
+      (long long)(c->base_ns / 1000), (long long)(c->sampled_ns / 1000), c->ring_bytes / 1024);
+}
+
+// A calibration of `path` that holds together (no figure is compared with a duration).
+static void assert_calibration(const zxs_linux_calibration_t* c, zxs_sample_source_t path) {
+  assert_true(c->floor >= ZXS_LINUX_PERF_MIN_PERIOD);
+  assert_true(c->floor >= c->cost * ZXS_LINUX_MAX_FRACTION_DIV || c->floor >= 20000000);
+  if (getenv("ZXSAMPLER_SAMPLE_COST_NS") != NULL) {
+    assert_false(c->measured);
+    assert_int_equal(c->path, ZXS_SOURCE_NONE);
+    return;
+  }
+  if (!c->measured) {  // the signal path under ThreadSanitizer, which defers our signals
+    assert_int_equal(c->path, ZXS_SOURCE_NONE);
+    assert_true(c->cost > 0);
+    return;
+  }
+  assert_int_equal(c->path, path);
+  assert_true(c->samples > 0);
+  assert_true(c->iterations > 0);
+  if (path == ZXS_SOURCE_PERF_RING) {
+    assert_true(c->ring_bytes > 0);
+  } else {
+    assert_int_equal(c->ring_bytes, 0);
+  }
+}
+
+// Slot `i` on this thread, armed at 10 us with the source in force, is raised to the floor of
+// calibration `c`, says so, and keeps at least half of its speed.
+static void assert_throttled_progress(uint32_t i, const zxs_linux_calibration_t* c) {
+  zxs_thread_slot_t* slot = attach_self(i);
+  const uint64_t iterations = c->iterations > 0 ? c->iterations * 5 : 50000000;
+  const int64_t base = work(iterations);
+  assert_int_equal(zxs_prim_source_arm(slot, ZX_SAMPLER_MIN_PERIOD), ZX_OK);
+  const int64_t sampled = work(iterations);
+  zxs_prim_source_disarm(slot);
+  const uint64_t n = atomic_load(&g_samples[i]);
+  print_message(
+      "10 us requested: period %lld ns, throttled %llu; work took %lld us sampled vs "
+      "%lld us alone (%.0f%% progress), %llu samples, %llu dropped\n",
+      (long long)atomic_load(&slot->period), (unsigned long long)atomic_load(&slot->throttled),
+      (long long)(sampled / 1000), (long long)(base / 1000), 100.0 * (double)base / (double)sampled,
+      (unsigned long long)n, (unsigned long long)atomic_load(&g_dropped));
+  assert_int_equal(atomic_load(&slot->period), c->floor);
+  if (c->floor > ZX_SAMPLER_MIN_PERIOD) {
+    assert_int_equal(atomic_load(&slot->throttled), 1);
+  }
+  assert_true(n > 0);
+  assert_true(sampled < 2 * base);  // real progress: at least half speed
+  assert_clean(i);
+}
+
 // A 10 us period would livelock a thread on a VM whose timer interrupt costs tens of us: the
 // perf source raises it to its measured floor, says so, and the thread keeps most of its speed.
 static void test_perf_throttle(void** state) {
@@ -1110,39 +1174,15 @@ static void test_perf_throttle(void** state) {
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   zxs_linux_calibration_t c;
-  zxs_linux_calibration(&c);  // measures now (first perf use in this process)
+  // Measures now (first use of the signal path in this process).
+  zxs_linux_calibration(ZXS_SOURCE_PERF_TASK_CLOCK, &c);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   print_message("calibration took %.0f ms\n",
                 (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
-  print_message(
-      "calibration: %s, cost %lld ns/sample, floor %lld ns (measured at %lld ns: "
-      "%llu samples, base %lld us, sampled %lld us per run)\n",
-      c.measured ? "measured" : "assumed", (long long)c.cost, (long long)c.floor,
-      (long long)c.period, (unsigned long long)c.samples, (long long)(c.base_ns / 1000),
-      (long long)(c.sampled_ns / 1000));
-  assert_true(c.floor >= ZXS_LINUX_PERF_MIN_PERIOD);
-  assert_true(c.floor >= c.cost * ZXS_LINUX_MAX_FRACTION_DIV || c.floor >= 20000000);
+  print_calibration(&c);
+  assert_calibration(&c, ZXS_SOURCE_PERF_TASK_CLOCK);
 
-  zxs_thread_slot_t* slot = attach_self(5);
-  const uint64_t iterations = c.iterations > 0 ? c.iterations * 5 : 50000000;
-  const int64_t base = work(iterations);
-  assert_int_equal(zxs_prim_source_arm(slot, ZX_SAMPLER_MIN_PERIOD), ZX_OK);
-  const int64_t sampled = work(iterations);
-  zxs_prim_source_disarm(slot);
-  const uint64_t n = atomic_load(&g_samples[5]);
-  print_message(
-      "10 us requested: period %lld ns, throttled %llu; work took %lld us sampled vs "
-      "%lld us alone (%.0f%% progress), %llu samples\n",
-      (long long)atomic_load(&slot->period), (unsigned long long)atomic_load(&slot->throttled),
-      (long long)(sampled / 1000), (long long)(base / 1000), 100.0 * (double)base / (double)sampled,
-      (unsigned long long)n);
-  assert_int_equal(atomic_load(&slot->period), c.floor);
-  if (c.floor > ZX_SAMPLER_MIN_PERIOD) {
-    assert_int_equal(atomic_load(&slot->throttled), 1);
-  }
-  assert_true(n > 0);
-  assert_true(sampled < 2 * base);  // real progress: at least half speed
-  assert_clean(5);
+  assert_throttled_progress(5, &c);
 }
 
 // The timer source cannot go below a tick: raised to it, which is resolution, not throttling.
@@ -1306,6 +1346,48 @@ static void test_ring_overflow_counted(void** state) {
   assert_clean(0);
 }
 
+// perf-ring armed below its no-throttle period is calibrated on its own path (the kernel's copy
+// into a ring, no signal), apart from the signal source's calibration; it is raised to that floor,
+// says so, and the thread keeps most of its speed.
+static void test_ring_throttle(void** state) {
+  (void)state;
+  if (!use_source("perf-ring")) {
+    skip();
+  }
+  zxs_thread_slot_t* slot = attach_self(4);
+  // The first arm below 200 us in this process (this test runs before the other ring tests)
+  // measures.
+  const int64_t t0 = thread_cpu_ns();
+  assert_int_equal(zxs_prim_source_arm(slot, ZX_SAMPLER_MIN_PERIOD), ZX_OK);
+  print_message("first arm at 10 us took %.0f ms of CPU\n", (double)(thread_cpu_ns() - t0) / 1e6);
+  zxs_prim_source_disarm(slot);
+  zxs_linux_calibration_t c;
+  zxs_linux_calibration(ZXS_SOURCE_PERF_RING, &c);
+  print_calibration(&c);
+  assert_calibration(&c, ZXS_SOURCE_PERF_RING);
+  assert_int_equal(atomic_load(&slot->period), c.floor);
+  // The signal source keeps its own calibration, on its own path.
+  zxs_linux_calibration_t signal;
+  zxs_linux_calibration(ZXS_SOURCE_PERF_TASK_CLOCK, &signal);
+  print_calibration(&signal);
+  assert_true(signal.path != ZXS_SOURCE_PERF_RING);
+
+  assert_throttled_progress(5, &c);
+}
+
+// At its no-throttle period and above, perf-ring is armed as asked.
+static void test_ring_unthrottled_period(void** state) {
+  (void)state;
+  if (!use_source("perf-ring")) {
+    skip();
+  }
+  zxs_thread_slot_t* slot = attach_self(5);
+  assert_int_equal(zxs_prim_source_arm(slot, 200000), ZX_OK);
+  zxs_prim_source_disarm(slot);
+  assert_int_equal(atomic_load(&slot->period), 200000);
+  assert_int_equal(atomic_load(&slot->throttled), 0);
+}
+
 // The kernel's ring sends no signal: a program that took our signal over is still sampled.
 // (In this process, not a child: the collector is a thread, which TSan forbids after fork.)
 static void test_ring_needs_no_signal(void** state) {
@@ -1353,6 +1435,8 @@ int main(void) {
       cmocka_unit_test(test_parse_signal),
       cmocka_unit_test(test_signal_choice),
       cmocka_unit_test_teardown(test_perf_throttle, reset),
+      cmocka_unit_test_teardown(test_ring_throttle, reset),
+      cmocka_unit_test_teardown(test_ring_unthrottled_period, reset),
       cmocka_unit_test_teardown(test_perf_recycled_fd, reset),
       cmocka_unit_test_teardown(test_perf_fd_beyond_routes, reset),
       cmocka_unit_test_teardown(test_perf_samples_self, reset),

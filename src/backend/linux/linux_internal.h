@@ -212,6 +212,20 @@ void zxs_linux_ring_forget_all(void);
 // what those wrote and make a ring overflow.
 void zxs_linux_ring_hold_collector(bool hold);
 
+// --- ring_attr.c -------------------------------------------------------------------------------
+
+// Bytes of stack each perf-ring sample copies: 8 KiB, or ZXSAMPLER_STACK_COPY=N (512..65000,
+// rounded down to a multiple of 8).
+uint32_t zxs_linux_ring_stack_copy(void);
+// The disabled task-clock event of `period` ns a perf-ring source opens: user registers
+// (ZXS_PERF_REGS_MASK), `stack_copy` bytes of stack, tid, time (CLOCK_MONOTONIC) and CPU per
+// sample, PERF_FORMAT_LOST, a wakeup when half of its `data_size`-byte ring is full.
+void zxs_linux_ring_attr(struct perf_event_attr* attr, zx_duration_t period, size_t data_size,
+                         uint32_t stack_copy);
+// Bytes of one such sample record around its stack copy: header, {pid, tid}, time, {cpu, res},
+// abi, 3 registers, size, dyn_size.
+#define ZXS_LINUX_RING_RECORD_OVERHEAD 88u
+
 // --- source_cputimer.c ------------------------------------------------------------------------
 
 zx_status_t zxs_linux_cputimer_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
@@ -240,23 +254,29 @@ zxs_sample_source_t zxs_linux_default_source(void);
 
 // The share of a thread's CPU time sampling may take (1/4).
 #define ZXS_LINUX_MAX_FRACTION_DIV 4
-// Cost of one perf sample in ns of the sampled thread's CPU time: measured once per process (on
-// the calling thread, about 0.1 s of CPU), or taken from ZXSAMPLER_SAMPLE_COST_NS. Never fails:
-// when it cannot measure it returns a conservative default.
-zx_duration_t zxs_linux_sample_cost(void);
-// The shortest period the perf source may be armed with: cost * 4, at least the kernel's floor.
-zx_duration_t zxs_linux_perf_floor(void);
-// Details of the calibration, for tests and benchmarks.
+// The shortest period perf source `kind` (ZXS_SOURCE_PERF_RING, or ZXS_SOURCE_PERF_TASK_CLOCK)
+// may be armed with: 4 times what one of its samples costs the sampled thread, at least the
+// kernel's floor. The cost is measured for each kind at its first call in the process, on the
+// calling thread (about 0.1 s of its CPU), or taken from ZXSAMPLER_SAMPLE_COST_NS. Never fails:
+// when it cannot measure it falls back to a conservative figure.
+zx_duration_t zxs_linux_perf_floor(zxs_sample_source_t kind);
+// Details of a kind's calibration, for tests and benchmarks.
 typedef struct zxs_linux_calibration {
+  // Whose per-sample work was measured: ZXS_SOURCE_PERF_RING (the kernel's copy into a ring),
+  // ZXS_SOURCE_PERF_TASK_CLOCK (the signal path: the signal source's, and perf-ring's when its
+  // own could not be measured), ZXS_SOURCE_NONE (nothing measured).
+  zxs_sample_source_t path;
   bool measured;             // false: from the environment or the default
   zx_duration_t cost;        // ns of the thread's CPU time per sample
   zx_duration_t floor;       // shortest perf period allowed
-  zx_duration_t period;      // period of the counting event while measuring
-  uint64_t samples;          // signals counted over the three sampled runs
+  zx_duration_t period;      // period of the event while measuring
+  uint64_t samples;          // samples (signals, or ring records) over the three sampled runs
   uint64_t iterations;       // loop iterations per run
   zx_duration_t base_ns;     // CPU time of one run without sampling (median)
   zx_duration_t sampled_ns;  // with sampling (median)
+  size_t ring_bytes;         // ring path: data bytes of the ring each run wrote into
 } zxs_linux_calibration_t;
-void zxs_linux_calibration(zxs_linux_calibration_t* out);
+// Measures `kind` first if it was not yet, as zxs_linux_perf_floor does.
+void zxs_linux_calibration(zxs_sample_source_t kind, zxs_linux_calibration_t* out);
 
 #endif  // ZXSAMPLER_SRC_BACKEND_LINUX_LINUX_INTERNAL_H_

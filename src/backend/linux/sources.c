@@ -7,9 +7,10 @@
 // opened or routed. ZXSAMPLER_SOURCE=perf-ring|perf|cputimer forces one source (no
 // fallback), for tests and benchmarks.
 //
-// Periods: the perf sources are never armed below the throttle floor (throttle.c), and each
-// raise is counted; the timer source is never armed below one tick, its resolution (not counted as
-// throttling: faster would only turn into overruns). slot->period holds the period in force.
+// Periods: each perf source is never armed below its own throttle floor (throttle.c: perf-ring's
+// measured on the ring path, perf's on the signal path), and each raise is counted; the timer
+// source is never armed below one tick, its resolution (not counted as throttling: faster would
+// only turn into overruns). slot->period holds the period in force.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -64,7 +65,10 @@ zxs_sample_source_t zxs_linux_default_source(void) {
 // costs every profiled process ~0.1 s of CPU (docs/PERFORMANCE.md).
 #define NO_THROTTLE_PERIOD ((zx_duration_t)1000000)
 // The same for perf-ring, whose samples cost the thread only the interrupt and the stack copy
-// (~20 us here, docs/PERFORMANCE.md): 4000 samples/s and slower run without calibrating.
+// (13-17 us as its calibration measures it here, 20-25 us in compare_peers.sh runs under load,
+// docs/PERFORMANCE.md): 4000 samples/s and slower run without calibrating, at most ~12% of the
+// thread. Half of it would be up to the quarter the floor allows: no margin left to skip the
+// measurement.
 #define RING_NO_THROTTLE_PERIOD ((zx_duration_t)200000)
 
 // The period a source is armed with for a requested one; *throttled when raised to protect the
@@ -77,9 +81,8 @@ static zx_duration_t effective_period(int kind, zx_duration_t requested, bool* t
     return requested;
   }
   if (kind != ZXS_SOURCE_CPU_CLOCK_TIMER) {
-    // The floor measures the signal source, which costs more than the kernel's walk: safe for
-    // both.
-    const zx_duration_t floor = zxs_linux_perf_floor();
+    // The floor of this very source: each perf source's sample cost is measured on its own path.
+    const zx_duration_t floor = zxs_linux_perf_floor(kind);
     if (requested < floor) {
       *throttled = floor > ZXS_LINUX_PERF_MIN_PERIOD;
       return floor;
