@@ -203,8 +203,6 @@ bool zxs_linux_ring_available(void);
 zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
 // Stops the slot's events and writes what the rings hold (while writes are enabled).
 void zxs_linux_ring_disarm(zxs_thread_slot_t* slot);
-// Bytes of stack the kernel copies per sample (ZXSAMPLER_STACK_COPY, default 8 KiB).
-uint32_t zxs_linux_ring_stack_copy(void);
 // After fork, in the child: unmaps and closes every inherited ring and event without disabling
 // the parent's events, and forgets the collector (it stayed in the parent).
 void zxs_linux_ring_forget_all(void);
@@ -219,7 +217,8 @@ void zxs_linux_ring_hold_collector(bool hold);
 uint32_t zxs_linux_ring_stack_copy(void);
 // The disabled task-clock event of `period` ns a perf-ring source opens: user registers
 // (ZXS_PERF_REGS_MASK), `stack_copy` bytes of stack, tid, time (CLOCK_MONOTONIC) and CPU per
-// sample, PERF_FORMAT_LOST, a wakeup when half of its `data_size`-byte ring is full.
+// sample, PERF_FORMAT_LOST, a wakeup when half of its `data_size`-byte ring is full (the ring's
+// owner decides that where events share one).
 void zxs_linux_ring_attr(struct perf_event_attr* attr, zx_duration_t period, size_t data_size,
                          uint32_t stack_copy);
 // Bytes of one such sample record around its stack copy: header, {pid, tid}, time, {cpu, res},

@@ -63,11 +63,6 @@
 #define DRAIN_INTERVAL_MS 100
 // Lost samples are read from every event about this often while sampling runs (and at flush).
 #define LOST_CHECK_NS 1000000000
-// Bytes of stack the kernel copies per sample, from sp up (perf's own default for DWARF
-// unwinding). ZXSAMPLER_STACK_COPY=N (bytes, 512..65000) changes it.
-#define STACK_COPY_BYTES 8192u
-#define STACK_COPY_MIN 512u
-#define STACK_COPY_MAX 65000u
 // A CPU's ring holds twice what one CPU produces in RING_SPAN_MS, so the collector, woken at
 // half, drains it about every RING_SPAN_MS (its wakeups are what sampling costs beyond the
 // kernel's part: docs/PERFORMANCE.md) and has that long to get a CPU. At least RING_MIN_SAMPLES
@@ -79,9 +74,6 @@
 #define RING_MIN_PAGES 8u
 #define RING_MAX_PAGES 512u
 #define RING_TOTAL_MAX ((size_t)32 << 20)
-// header, {pid, tid}, time, {cpu, res}, abi, 3 registers, size, dyn_size: the record around
-// the stack copy.
-#define RECORD_OVERHEAD 88u
 // The tid -> thread index table: open addressing, at most half full.
 #define TID_TABLE_SIZE (2u * ZXS_MAX_THREADS)
 
@@ -124,7 +116,7 @@ static bool g_available;
 static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
 
 static size_t ring_data_size(zx_duration_t period) {
-  const uint64_t record = RECORD_OVERHEAD + g_stack_copy;
+  const uint64_t record = ZXS_LINUX_RING_RECORD_OVERHEAD + g_stack_copy;
   uint64_t samples = 2 * ((uint64_t)RING_SPAN_MS * 1000000u / (uint64_t)period + 1);
   if (samples < RING_MIN_SAMPLES) samples = RING_MIN_SAMPLES;
   const uint64_t bytes = samples * record;
@@ -136,52 +128,32 @@ static size_t ring_data_size(zx_duration_t period) {
   return pages * g_page;
 }
 
-static void clock_attr(struct perf_event_attr* attr) {
-  attr->use_clockid = 1;
-  attr->clockid = CLOCK_MONOTONIC;  // zxs_prim_ticks()'s clock; events sharing a ring share it
-}
-
 // A thread's sampling event on `cpu` (-1: any CPU, for the probe).
-static int event_open(pid_t tid, int cpu, zx_duration_t period) {
+static int event_open(pid_t tid, int cpu, zx_duration_t period, size_t data_size) {
   struct perf_event_attr attr;
-  zxs_linux_task_clock_attr(&attr, period);
-  attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |
-                     PERF_SAMPLE_STACK_USER;
-  attr.sample_regs_user = ZXS_PERF_REGS_MASK;
-  attr.sample_stack_user = g_stack_copy;
-  attr.read_format = PERF_FORMAT_LOST;  // Linux 6.0
-  clock_attr(&attr);
+  zxs_linux_ring_attr(&attr, period, data_size, g_stack_copy);
   return zxs_linux_perf_event_open(&attr, tid, cpu);
 }
 
-// A ring's owner: a dummy event (it counts nothing) of thread `tid` on `cpu`, woken at half.
+// A ring's owner: a dummy event (it counts nothing) of thread `tid` on `cpu`, with the clock of
+// the events that write there (the kernel joins only events of one clock), woken at half.
 static int owner_open(pid_t tid, int cpu, size_t data_size) {
   struct perf_event_attr attr;
-  zxs_linux_task_clock_attr(&attr, 0);
+  zxs_linux_ring_attr(&attr, 0, data_size, 0);
   attr.config = PERF_COUNT_SW_DUMMY;
-  attr.watermark = 1;
-  attr.wakeup_watermark = (uint32_t)(data_size / 2);
-  clock_attr(&attr);
+  attr.sample_type = 0;
+  attr.sample_regs_user = 0;
   return zxs_linux_perf_event_open(&attr, tid, cpu);
-}
-
-static uint32_t stack_copy_bytes(void) {
-  const char* value = getenv("ZXSAMPLER_STACK_COPY");
-  if (value == NULL || *value == '\0') return STACK_COPY_BYTES;
-  char* end = NULL;
-  const unsigned long n = strtoul(value, &end, 10);
-  if (*end != '\0' || n < STACK_COPY_MIN || n > STACK_COPY_MAX) return STACK_COPY_BYTES;
-  return (uint32_t)(n & ~7ul);  // the kernel wants a multiple of 8
 }
 
 static void probe(void) {
   g_page = (size_t)sysconf(_SC_PAGESIZE);
-  g_stack_copy = stack_copy_bytes();
+  g_stack_copy = zxs_linux_ring_stack_copy();
   const long cpus = sysconf(_SC_NPROCESSORS_CONF);
   g_cpu_count = cpus > 0 ? (uint32_t)cpus : 1;
   const size_t data = RING_MIN_PAGES * g_page;
   // Before 6.0 (no PERF_FORMAT_LOST) or without user stack copies: the signal source is used.
-  int fd = event_open(0, -1, ZXS_LINUX_PERF_MIN_PERIOD * 100);
+  int fd = event_open(0, -1, ZXS_LINUX_PERF_MIN_PERIOD * 100, data);
   if (fd < 0) {
     g_available = zxs_linux_perf_status(errno) != ZX_ERR_NOT_SUPPORTED;
     return;
@@ -195,11 +167,6 @@ static void probe(void) {
 bool zxs_linux_ring_available(void) {
   pthread_once(&g_probe_once, probe);
   return g_available;
-}
-
-uint32_t zxs_linux_ring_stack_copy(void) {
-  pthread_once(&g_probe_once, probe);
-  return g_stack_copy;
 }
 
 // --- The tid table (g_lock held) --------------------------------------------------------------
@@ -479,7 +446,7 @@ static zx_status_t thread_open_locked(thread_events_t* t, pid_t tid, zx_duration
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) t->fds[cpu] = -1;
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
     if (g_rings[cpu].fd < 0) continue;
-    const int fd = event_open(tid, (int)cpu, period);
+    const int fd = event_open(tid, (int)cpu, period, g_data_size);
     if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, g_rings[cpu].fd) != 0) {
       const zx_status_t status = zxs_linux_perf_status(errno);
       if (fd >= 0) close(fd);

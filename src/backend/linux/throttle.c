@@ -114,7 +114,7 @@ static bool signal_run(uint64_t iterations, zx_duration_t period, zx_duration_t*
 static int ring_event_open(const path_t* p, zx_duration_t period) {
   struct perf_event_attr attr;
   zxs_linux_ring_attr(&attr, period, p->data_size, p->copy);
-  return zxs_linux_perf_event_open(&attr, 0);
+  return zxs_linux_perf_event_open(&attr, 0, -1);
 }
 
 // The largest ring the limits let us map, from RING_MAX_BYTES down; false when none.
