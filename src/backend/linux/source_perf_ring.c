@@ -28,8 +28,9 @@
 //
 // Nothing is lost at stop: stop flushes the rings (zxs_prim_sampling_flush) before it disables
 // writes. A sample the kernel could not store (its CPU's ring was full) is counted by its event
-// (PERF_FORMAT_LOST) and reported as dropped_other on that CPU, at flush and disarm and about
-// once a second while sampling runs.
+// (PERF_FORMAT_LOST) and reported as dropped_other on that CPU at flush (stop) and at disarm
+// (detach). Not while sampling runs: reading 2 events per thread every so often took the
+// collector long enough, with 1024 threads, for the rings to fill meanwhile.
 //
 // Locking: g_lock guards the rings and the thread table and is held while draining (by the
 // collector, flush, disarm). The session lock may be held when g_lock is taken, never the other
@@ -40,6 +41,7 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -49,6 +51,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <zxsampler/sampler.h>
@@ -61,19 +64,17 @@
 // A ring is drained at least this often while any thread is armed, so a region read while
 // sampling lags by about this much. The collector wakes earlier when a ring is half full.
 #define DRAIN_INTERVAL_MS 100
-// Lost samples are read from every event about this often while sampling runs (and at flush).
-#define LOST_CHECK_NS 1000000000
-// A CPU's ring holds twice what one CPU produces in RING_SPAN_MS, so the collector, woken at
-// half, drains it about every RING_SPAN_MS (its wakeups are what sampling costs beyond the
-// kernel's part: docs/PERFORMANCE.md) and has that long to get a CPU. At least RING_MIN_SAMPLES
-// samples, within [RING_MIN_PAGES, RING_MAX_PAGES] data pages and RING_TOTAL_MAX bytes over all
-// CPUs: 512 KiB at 1 ms, 2 MiB at 250 us. A mapping the locked-memory limit refuses is retried
-// at half the size.
-#define RING_SPAN_MS 20
-#define RING_MIN_SAMPLES 12u
-#define RING_MIN_PAGES 8u
-#define RING_MAX_PAGES 512u
+// The collector's scheduler slice (see ask_short_slice).
+#define COLLECTOR_SLICE_NS 100000u
+// Each CPU's ring: RING_BYTES, halved while all of them would take more than RING_TOTAL_MAX or
+// while the locked-memory limit refuses the mapping, down to RING_MIN_PAGES. The collector is
+// woken when one is half full, at 1000 samples/s about every 125 ms of that CPU's time. Rings
+// this size are what lets a collector that competes with every thread of the program for a CPU
+// keep up: with 1024 threads spinning on 2 CPUs its fair share is ~2 ms of CPU a second, and
+// 512 KiB rings lost 3-20% of the samples while it waited (bench_threads).
+#define RING_BYTES ((size_t)2 << 20)
 #define RING_TOTAL_MAX ((size_t)32 << 20)
+#define RING_MIN_PAGES 8u
 // The tid -> thread index table: open addressing, at most half full.
 #define TID_TABLE_SIZE (2u * ZXS_MAX_THREADS)
 
@@ -103,7 +104,6 @@ static int g_epoll = -1;                            // the collector's
 static int g_wake = -1;                             // eventfd in g_epoll: "rings changed"
 static pid_t g_collector_pid;                       // process the collector runs in (0: none)
 static _Atomic pid_t g_collector_tid;               // the collector's tid, once started
-static uint64_t g_last_lost_check;                  // CLOCK_MONOTONIC ns
 static size_t g_page;
 static uint32_t g_stack_copy;         // bytes per sample; set by probe()
 static uint64_t g_record[65536 / 8];  // one record, copied out of a ring; g_lock
@@ -115,17 +115,10 @@ static _Atomic bool g_collector_held;  // tests: the collector drains nothing
 static bool g_available;
 static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
 
-static size_t ring_data_size(zx_duration_t period) {
-  const uint64_t record = ZXS_LINUX_RING_RECORD_OVERHEAD + g_stack_copy;
-  uint64_t samples = 2 * ((uint64_t)RING_SPAN_MS * 1000000u / (uint64_t)period + 1);
-  if (samples < RING_MIN_SAMPLES) samples = RING_MIN_SAMPLES;
-  const uint64_t bytes = samples * record;
-  size_t pages = RING_MIN_PAGES;
-  while (pages < RING_MAX_PAGES && (uint64_t)pages * g_page < bytes &&
-         2 * pages * g_page * g_cpu_count <= RING_TOTAL_MAX) {
-    pages *= 2;
-  }
-  return pages * g_page;
+static size_t ring_data_size(void) {
+  size_t size = RING_BYTES;
+  while (size > RING_MIN_PAGES * g_page && size * g_cpu_count > RING_TOTAL_MAX) size /= 2;
+  return size;
 }
 
 // A thread's sampling event on `cpu` (-1: any CPU, for the probe).
@@ -277,15 +270,32 @@ static void count_lost_all_locked(void) {
 
 // --- The collector ----------------------------------------------------------------------------
 
-static uint64_t monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+// Asks the scheduler (EEVDF, Linux 6.12+) for a short slice: an earlier deadline lets the
+// collector run as soon as a ring wakes it, where a full slice could wait behind every runnable
+// thread (1024 spinning threads on 2 CPUs kept it off for longer than the rings hold, and
+// samples were lost). Older kernels ignore it for these policies.
+static void ask_short_slice(void) {
+  // struct sched_attr as of its first version (48 bytes; <linux/sched/types.h> clashes with
+  // <sched.h>).
+  struct {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+  } attr;
+  _Static_assert(sizeof(attr) == 48, "SCHED_ATTR_SIZE_VER0");
+  memset(&attr, 0, sizeof(attr));
+  if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0) return;
+  if (attr.sched_policy != SCHED_OTHER && attr.sched_policy != SCHED_BATCH) return;
+  attr.sched_runtime = COLLECTOR_SLICE_NS;
+  (void)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
 static void* collector_main(void* unused) {
   (void)unused;
   prctl(PR_SET_NAME, "zxs-collector", 0, 0, 0);
+  ask_short_slice();
   zxs_linux_internal_thread_started();
   for (;;) {
     pthread_mutex_lock(&g_lock);
@@ -303,14 +313,7 @@ static void* collector_main(void* unused) {
       }
     }
     pthread_mutex_lock(&g_lock);
-    if (!atomic_load_explicit(&g_collector_held, memory_order_relaxed)) {
-      drain_all_locked();
-      const uint64_t now = monotonic_ns();
-      if (g_armed > 0 && now - g_last_lost_check >= LOST_CHECK_NS) {
-        count_lost_all_locked();
-        g_last_lost_check = now;
-      }
-    }
+    if (!atomic_load_explicit(&g_collector_held, memory_order_relaxed)) drain_all_locked();
     pthread_mutex_unlock(&g_lock);
   }
 }
@@ -371,16 +374,14 @@ static void rings_release_locked(bool deregister) {
   g_data_size = 0;
 }
 
-// The rings for `period`: kept when they are there and no thread is armed with others (all
-// armed threads share one period: one session at a time). A CPU whose ring cannot be made
-// (offline) has none; its threads' samples there are not taken. ZX_ERR_NOT_SUPPORTED when the
+// The rings, made on first use and kept until zxs_prim_sampling_idle(). A CPU whose ring cannot be
+// made (offline) has none; its threads' samples there are not taken. ZX_ERR_NOT_SUPPORTED when the
 // locked-memory limit refuses the mapping (the caller falls back).
 static zx_status_t rings_make_locked(size_t data_size);
 
-static zx_status_t rings_ensure_locked(zx_duration_t period) {
-  size_t data_size = ring_data_size(period);
-  if (g_rings != NULL && (data_size == g_data_size || g_armed > 0)) return ZX_OK;
-  rings_release_locked(true);
+static zx_status_t rings_ensure_locked(void) {
+  if (g_rings != NULL) return ZX_OK;
+  size_t data_size = ring_data_size();
   zx_status_t status;
   while ((status = rings_make_locked(data_size)) == ZX_ERR_NOT_SUPPORTED &&
          data_size > RING_MIN_PAGES * g_page) {
@@ -467,8 +468,7 @@ zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, ui
   pthread_mutex_lock(&g_lock);
   thread_events_t* t = &g_threads[slot->index];
   zx_status_t status = ZX_ERR_NO_RESOURCES;
-  if (t->slot == NULL && ensure_collector_locked() &&
-      (status = rings_ensure_locked(period)) == ZX_OK &&
+  if (t->slot == NULL && ensure_collector_locked() && (status = rings_ensure_locked()) == ZX_OK &&
       (status = thread_open_locked(t, tid, period)) == ZX_OK) {
     zxs_linux_publish(slot, gen);
     t->slot = slot;
