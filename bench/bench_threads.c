@@ -94,7 +94,8 @@ static void* worker(void* arg) {
   note_max_long(&r->max_pin_kb, pinned_kb());
   const double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
   uint64_t seed = 1;
-  while (now_s(CLOCK_THREAD_CPUTIME_ID) - t0 < g_cpu_ms * 1e-3) seed = bench_work(1, 8, 100000, seed);
+  while (now_s(CLOCK_THREAD_CPUTIME_ID) - t0 < g_cpu_ms * 1e-3)
+    seed = bench_work(1, 8, 100000, seed);
   if (ok) atomic_fetch_add(&r->cpu_ns, (int64_t)((now_s(CLOCK_THREAD_CPUTIME_ID) - t0) * 1e9));
   if (r->together) pthread_barrier_wait(&r->spun);
   return (void*)(uintptr_t)(seed & 1);
