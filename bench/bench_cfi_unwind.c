@@ -115,7 +115,7 @@ static double run(int method, zxs_cfi_space_t* space, double seconds, size_t* fr
         const zxs_regs_t r = {
             .pc = g_snap.regs.r[16], .fp = g_snap.regs.r[6], .sp = g_snap.regs.r[7]};
         *frames = zxs_frame_walk_copy(&r, 0, UINTPTR_MAX, g_snap.copy, g_snap.copy_len, pcs,
-                                      MAX_FRAMES, &cut);
+                                      MAX_FRAMES, &cut, NULL);
       } else {
         *frames = zxs_cfi_unwind(space, &g_snap.regs, g_snap.copy, g_snap.copy_len, pcs, MAX_FRAMES,
                                  &cut);

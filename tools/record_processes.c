@@ -344,7 +344,8 @@ static size_t walk_user(record_processes_t* s, process_t* p, const uint64_t* w, 
   if (space != NULL) {
     n += zxs_cfi_unwind(space, &cfi, copy, copied, pcs + n, MAX_FRAMES - n, &cut);
   } else {
-    n += zxs_frame_walk_copy(&regs, 0, UINTPTR_MAX, copy, copied, pcs + n, MAX_FRAMES - n, &cut);
+    n += zxs_frame_walk_copy(&regs, 0, UINTPTR_MAX, copy, copied, pcs + n, MAX_FRAMES - n, &cut,
+                             NULL);
   }
   *truncated = *truncated || cut;
   return n;

@@ -19,6 +19,7 @@ typedef struct stack_view {
   uintptr_t base;
   uintptr_t end;  // one past the last readable byte
   uintptr_t copy;
+  uintptr_t reached;  // out: the end of the last record read, or of the one the view missed
 } stack_view_t;
 
 static void set_truncated(bool* truncated) {
@@ -27,7 +28,7 @@ static void set_truncated(bool* truncated) {
 
 ZXS_NO_SANITIZE_STACK_READS
 static size_t walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi,
-                   const stack_view_t* view, uint64_t* pcs, size_t max, bool* truncated) {
+                   stack_view_t* view, uint64_t* pcs, size_t max, bool* truncated) {
   if (truncated != NULL) {
     *truncated = false;
   }
@@ -53,6 +54,7 @@ static size_t walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_h
     if (fp < lo || fp > last || (fp & 7u) != 0 || fp <= prev) {
       break;
     }
+    view->reached = fp + 16;
     if (fp < view->base || fp > view->end || view->end - fp < 16) {
       set_truncated(truncated);  // a valid frame the copy does not reach
       break;
@@ -78,17 +80,19 @@ static size_t walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_h
 
 size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi, uint64_t* pcs,
                       size_t max, bool* truncated) {
-  const stack_view_t direct = {.base = 0, .end = UINTPTR_MAX, .copy = 0};
+  stack_view_t direct = {.base = 0, .end = UINTPTR_MAX, .copy = 0};
   return walk(regs, stack_lo, stack_hi, &direct, pcs, max, truncated);
 }
 
 size_t zxs_frame_walk_copy(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi,
                            const void* copy, size_t copy_len, uint64_t* pcs, size_t max,
-                           bool* truncated) {
+                           bool* truncated, size_t* needed) {
   // Records are read as aligned words: with sp or the copy unaligned, the PC alone.
   const bool aligned = (regs->sp & 7u) == 0 && ((uintptr_t)copy & 7u) == 0;
   const size_t len = aligned ? copy_len : 0;
   const uintptr_t end = len <= UINTPTR_MAX - regs->sp ? regs->sp + len : UINTPTR_MAX;
-  const stack_view_t view = {.base = regs->sp, .end = end, .copy = (uintptr_t)copy};
-  return walk(regs, stack_lo, stack_hi, &view, pcs, max, truncated);
+  stack_view_t view = {.base = regs->sp, .end = end, .copy = (uintptr_t)copy, .reached = regs->sp};
+  const size_t n = walk(regs, stack_lo, stack_hi, &view, pcs, max, truncated);
+  if (needed != NULL) *needed = (size_t)(view.reached - regs->sp);
+  return n;
 }

@@ -39,9 +39,11 @@ size_t zxs_frame_walk(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stac
 // The same walk over a copy of the stack taken at the interrupt: `copy` holds the `copy_len`
 // bytes that were at [regs->sp, regs->sp + copy_len). Same rules, addresses compared as the
 // thread saw them; records are read from the copy, so frames above the copy end the walk, and
-// *truncated is set when a further valid frame lay above it.
+// *truncated is set when a further valid frame lay above it. *needed (may be NULL) is the copy
+// this walk needed: the bytes from sp to the end of the last frame record it read, or of the
+// record above the copy that ended it (then more than copy_len).
 size_t zxs_frame_walk_copy(const zxs_regs_t* regs, uintptr_t stack_lo, uintptr_t stack_hi,
                            const void* copy, size_t copy_len, uint64_t* pcs, size_t max,
-                           bool* truncated);
+                           bool* truncated, size_t* needed);
 
 #endif  // ZXSAMPLER_SRC_CORE_FRAME_WALK_H_

@@ -91,22 +91,23 @@ static zxs_percpu_t* percpu_of(uint32_t cpu, const zxs_thread_slot_t* slot) {
 // The sampling path after the CPU is chosen: a pending write on `state` (so stop, and the slot
 // reuse that may follow it, waits for all of it, walk included), the slot check, the walk over
 // the live stack (`copy` NULL: timestamped after the walk) or over a copy of it (`copy`, taken
-// at `ticks`), the record.
-static void sample_on(zxs_percpu_t* state, zxs_thread_slot_t* slot, uint32_t attach_gen,
-                      const zxs_regs_t* regs, const void* copy, size_t copy_len, uint64_t ticks) {
-  if (state == NULL || !zxs_percpu_begin_write(state)) return;
+// at `ticks`), the record. Returns the copy the walk needed (0: none walked).
+static size_t sample_on(zxs_percpu_t* state, zxs_thread_slot_t* slot, uint32_t attach_gen,
+                        const zxs_regs_t* regs, const void* copy, size_t copy_len, uint64_t ticks) {
+  if (state == NULL || !zxs_percpu_begin_write(state)) return 0;
   slot_snapshot_t snap;
   if (!read_slot(slot, attach_gen, &snap)) {
     zxs_percpu_end_write(state);
-    return;
+    return 0;
   }
   uint64_t pcs[ZX_SAMPLER_MAX_FRAMES];
   bool truncated = false;
+  size_t needed = 0;
   const size_t n = copy == NULL
                        ? zxs_frame_walk(regs, snap.stack_lo, snap.stack_hi, pcs,
                                         ZX_SAMPLER_MAX_FRAMES, &truncated)
                        : zxs_frame_walk_copy(regs, snap.stack_lo, snap.stack_hi, copy, copy_len,
-                                             pcs, ZX_SAMPLER_MAX_FRAMES, &truncated);
+                                             pcs, ZX_SAMPLER_MAX_FRAMES, &truncated, &needed);
   if (copy == NULL) ticks = zxs_prim_ticks();
   zxs_write_result_t result =
       zxs_sample_write(state, snap.session_gen, ticks, snap.pid, snap.koid, pcs, n);
@@ -114,6 +115,7 @@ static void sample_on(zxs_percpu_t* state, zxs_thread_slot_t* slot, uint32_t att
   if (result == ZXS_WRITE_OK && truncated) {
     atomic_fetch_add_explicit(&slot->walks_truncated, 1, memory_order_relaxed);
   }
+  return needed;
 }
 
 void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_regs_t* regs) {
@@ -131,13 +133,13 @@ void zxs_core_sample_suspended(zxs_thread_slot_t* slot, uint32_t attach_gen, uin
   sample_on(percpu_of(cpu, slot), slot, attach_gen, regs, NULL, 0, 0);
 }
 
-void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
-                          uint64_t ticks, const zxs_regs_t* regs, const void* stack,
-                          size_t stack_len) {
+size_t zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
+                            uint64_t ticks, const zxs_regs_t* regs, const void* stack,
+                            size_t stack_len) {
   // A copy of nothing is still a copy: the PC alone, never the collector's own stack.
   static const uint64_t kEmpty = 0;
-  sample_on(percpu_of(cpu, slot), slot, attach_gen, regs, stack != NULL ? stack : &kEmpty,
-            stack != NULL ? stack_len : 0, ticks);
+  return sample_on(percpu_of(cpu, slot), slot, attach_gen, regs, stack != NULL ? stack : &kEmpty,
+                   stack != NULL ? stack_len : 0, ticks);
 }
 
 void zxs_core_count_dropped(uint32_t cpu, uint64_t n) {

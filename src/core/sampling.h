@@ -64,10 +64,12 @@ void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_reg
 // copied the registers and the top of the stack into a buffer, and a thread of the backend's
 // collected it): as zxs_core_sample, but into `cpu`'s region, timestamped `ticks`, walking
 // `stack`, which holds the `stack_len` bytes that were at [regs->sp, regs->sp + stack_len).
-// A walk that leaves the copy while the stack goes on counts as truncated.
-void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
-                          uint64_t ticks, const zxs_regs_t* regs, const void* stack,
-                          size_t stack_len);
+// A walk that leaves the copy while the stack goes on counts as truncated. Returns the copy the
+// walk needed (zxs_frame_walk_copy's *needed; more than stack_len when the copy cut it short),
+// 0 when nothing was walked, so a backend can size the copies it asks for.
+size_t zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
+                            uint64_t ticks, const zxs_regs_t* regs, const void* stack,
+                            size_t stack_len);
 
 // [signal-safe] Takes one sample of a thread that a sampler thread has suspended (macOS:
 // thread_suspend, thread_get_state): as zxs_core_sample, but the context is `regs` of the

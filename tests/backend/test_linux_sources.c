@@ -74,15 +74,16 @@ void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_reg
 // The kernel copied the registers and the stack: walk the copy as the core does, and check.
 static void marker_spin(int64_t ns);
 
-void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
-                          uint64_t ticks, const zxs_regs_t* regs, const void* stack,
-                          size_t stack_len) {
+size_t zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
+                            uint64_t ticks, const zxs_regs_t* regs, const void* stack,
+                            size_t stack_len) {
   const uint32_t i = slot->index;
   atomic_fetch_add(&g_samples[i], 1);
   uint64_t pcs[ZX_SAMPLER_MAX_FRAMES];
+  size_t needed = 0;
   const size_t n =
       zxs_frame_walk_copy(regs, atomic_load(&slot->stack_lo), atomic_load(&slot->stack_hi), stack,
-                          stack_len, pcs, ZX_SAMPLER_MAX_FRAMES, NULL);
+                          stack_len, pcs, ZX_SAMPLER_MAX_FRAMES, NULL, &needed);
   if (regs->sp < atomic_load(&slot->stack_lo) || regs->sp >= atomic_load(&slot->stack_hi)) {
     atomic_fetch_add(&g_bad_regs[i], 1);
   }
@@ -106,6 +107,7 @@ void zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t
       break;
     }
   }
+  return needed;
 }
 
 void zxs_core_count_dropped(uint32_t cpu, uint64_t n) {
@@ -1319,6 +1321,47 @@ static void test_ring_flush_and_disarm_write(void** state) {
   assert_clean(0);
 }
 
+// Below a frame this large, walks need ~3 KiB of copy: more than a shrunk copy, less than 8 KiB.
+__attribute__((noinline)) static void spin_below_big_frame(int64_t ns) {
+  volatile uint8_t frame[3072];
+  frame[0] = 1;
+  g_marker_spin(ns);
+  frame[sizeof(frame) - 1] = frame[0];
+}
+
+// perf-ring's stack copy adapts: a thread whose walks need little gets a smaller copy after
+// enough samples, and the whole copy back, for good, once a walk needs more than it has.
+static void test_ring_copy_adapts(void** state) {
+  (void)state;
+  if (!use_source("perf-ring") || getenv("ZXSAMPLER_STACK_COPY") != NULL) {
+    skip();
+  }
+  zxs_thread_slot_t* slot = attach_self(0);
+  assert_int_equal(zxs_prim_source_arm(slot, 200000), ZX_OK);
+  const uint32_t full = zxs_linux_ring_copy_of(slot);
+  assert_int_equal(full, zxs_linux_ring_stack_copy());
+  // Shallow: 400+ samples at 200 us, then a drain applies the smaller copy.
+  g_marker_spin(100000000);
+  zxs_prim_sampling_flush();
+  const uint32_t shrunk = zxs_linux_ring_copy_of(slot);
+  // Deeper than that copy: the next drain gives the whole copy back.
+  spin_below_big_frame(20000000);
+  zxs_prim_sampling_flush();
+  const uint32_t regrown = zxs_linux_ring_copy_of(slot);
+  // And it stays, however shallow the thread gets again.
+  g_marker_spin(100000000);
+  zxs_prim_sampling_flush();
+  const uint32_t settled = zxs_linux_ring_copy_of(slot);
+  zxs_prim_source_disarm(slot);
+  print_message("stack copy: %u at first, %u shrunk, %u after a deeper walk, %u settled\n", full,
+                shrunk, regrown, settled);
+  assert_true(shrunk >= 1024 && shrunk < full);
+  assert_int_equal(regrown, full);
+  assert_int_equal(settled, full);
+  assert_int_equal(zxs_linux_ring_copy_of(slot), 0);  // disarmed
+  assert_clean(0);
+}
+
 // A ring the collector does not drain overflows: the kernel counts what it could not store and
 // those samples are reported as dropped, so taken = written + dropped.
 static void test_ring_overflow_counted(void** state) {
@@ -1461,6 +1504,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_ring_dead_thread, reset),
       cmocka_unit_test_teardown(test_ring_stack, reset),
       cmocka_unit_test_teardown(test_ring_flush_and_disarm_write, reset),
+      cmocka_unit_test_teardown(test_ring_copy_adapts, reset),
       cmocka_unit_test_teardown(test_ring_overflow_counted, reset),
       cmocka_unit_test_teardown(test_ring_needs_no_signal, reset),
   };

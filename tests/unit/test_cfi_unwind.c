@@ -143,8 +143,8 @@ static void unwinds_without_frame_pointers(bool own) {
   // Frame pointers get nowhere here: rbp is a general register in this code.
   zxs_regs_t fp = {.pc = g_snap.regs.r[16], .fp = g_snap.regs.r[6], .sp = g_snap.regs.r[7]};
   uint64_t fp_pcs[128];
-  size_t fp_n =
-      zxs_frame_walk_copy(&fp, 0, UINTPTR_MAX, g_snap.copy, g_snap.copy_len, fp_pcs, 128, NULL);
+  size_t fp_n = zxs_frame_walk_copy(&fp, 0, UINTPTR_MAX, g_snap.copy, g_snap.copy_len, fp_pcs, 128,
+                                    NULL, NULL);
   assert_false(contains(fp_pcs, fp_n, g_snap.returns[1]) &&
                contains(fp_pcs, fp_n, g_snap.returns[2]));
 

@@ -235,27 +235,35 @@ static void test_walk_over_a_copy(void** state) {
   zxs_regs_t regs = {.pc = 0xABC0, .fp = g_lo + 128, .sp = sp};
   uint64_t pcs[64];
   bool truncated = true;
-  size_t n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, len, pcs, 64, &truncated);
+  size_t needed = 0;
+  size_t n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, len, pcs, 64, &truncated, &needed);
   assert_int_equal(n, 9);
   for (int i = 0; i < 8; i++) assert_int_equal(pcs[1 + i], ret_of(i));
   assert_false(truncated);
-  // A copy that ends inside the fourth record: three frames, truncated.
-  n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, (128 + 3 * 96 + 8) - 64, pcs, 64, &truncated);
+  // What it needed ends with the last record it read (at +800, from sp at +64).
+  assert_int_equal(needed, 128 + 7 * 96 + 16 - 64);
+  // A copy that ends inside the fourth record: three frames, truncated, and the copy it needed
+  // reaches past that record.
+  const size_t short_len = (128 + 3 * 96 + 8) - 64;
+  n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, short_len, pcs, 64, &truncated, &needed);
   assert_int_equal(n, 4);
   assert_true(truncated);
+  assert_int_equal(needed, 128 + 3 * 96 + 16 - 64);
+  assert_true(needed > short_len);
   // No copy at all: the PC alone, truncated (the first frame was valid).
-  n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, 0, pcs, 64, &truncated);
+  n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, 0, pcs, 64, &truncated, &needed);
   assert_int_equal(n, 1);
   assert_true(truncated);
+  assert_int_equal(needed, 128 + 16 - 64);
   // Garbage in the copy: the second record points below the first.
   uintptr_t* second = (uintptr_t*)(void*)(copy + (128 + 96) - 64);
   second[0] = g_lo + 100;
-  n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, len, pcs, 64, &truncated);
+  n = zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, len, pcs, 64, &truncated, NULL);
   assert_int_equal(n, 3);
   assert_false(truncated);
   // An unaligned stack pointer: records cannot be read aligned, the PC alone.
   regs.sp = sp + 4;
-  assert_int_equal(zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, len, pcs, 64, NULL), 1);
+  assert_int_equal(zxs_frame_walk_copy(&regs, g_lo, g_hi, copy, len, pcs, 64, NULL, NULL), 1);
 }
 
 static volatile int g_sink;

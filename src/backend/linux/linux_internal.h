@@ -206,6 +206,8 @@ void zxs_linux_ring_disarm(zxs_thread_slot_t* slot);
 // After fork, in the child: unmaps and closes every inherited ring and event without disabling
 // the parent's events, and forgets the collector (it stayed in the parent).
 void zxs_linux_ring_forget_all(void);
+// Tests: the stack copy the events of `slot` ask for now (0: not armed with perf-ring).
+uint32_t zxs_linux_ring_copy_of(zxs_thread_slot_t* slot);
 // Tests: while held, the collector drains nothing (flush and disarm still do), so they can tell
 // what those wrote and make a ring overflow.
 void zxs_linux_ring_hold_collector(bool hold);

@@ -75,6 +75,15 @@
 #define RING_BYTES ((size_t)2 << 20)
 #define RING_TOTAL_MAX ((size_t)32 << 20)
 #define RING_MIN_PAGES 8u
+// The stack copy adapts to each thread (unless ZXSAMPLER_STACK_COPY fixes it): a thread starts
+// with the whole copy; after COPY_SHRINK_AFTER samples its events are re-opened with twice
+// what its deepest walk needed (at least COPY_MIN); a walk the smaller copy cuts short
+// re-opens them with the whole copy again, for good. The copy is most of what a sample costs
+// the thread beyond the interrupt (docs/PERFORMANCE.md: 8 KiB against 2 KiB was 0.7 points of
+// slowdown at 4000 samples/s); the price is that samples taken between a thread's stack
+// growing past its copy and the next drain are cut there (counted as truncated), once.
+#define COPY_SHRINK_AFTER 256u
+#define COPY_MIN 1024u
 // The tid -> thread index table: open addressing, at most half full.
 #define TID_TABLE_SIZE (2u * ZXS_MAX_THREADS)
 
@@ -88,8 +97,15 @@ typedef struct thread_events {
   zxs_thread_slot_t* slot;  // NULL: entry unused
   pid_t tid;
   uint32_t attach_gen;
+  zx_duration_t period;
   int* fds;             // one event per CPU (g_cpu_count); -1 where that CPU has no ring
   uint64_t* lost_seen;  // per CPU: the event's lost count already counted
+  // The stack copy its events ask for, and how it adapts (see COPY_SHRINK_AFTER).
+  uint32_t copy;
+  uint32_t copy_wanted;  // != copy: re-open the events with this copy after the drain
+  uint32_t most_needed;  // the most any walk needed so far
+  uint32_t walked;       // samples walked with the full copy
+  bool copy_settled;     // shrunk and grown back once: the copy stays
 } thread_events_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -105,7 +121,9 @@ static int g_wake = -1;                             // eventfd in g_epoll: "ring
 static pid_t g_collector_pid;                       // process the collector runs in (0: none)
 static _Atomic pid_t g_collector_tid;               // the collector's tid, once started
 static size_t g_page;
-static uint32_t g_stack_copy;         // bytes per sample; set by probe()
+static uint32_t g_stack_copy;         // bytes per sample at most; set by probe()
+static bool g_copy_fixed;             // ZXSAMPLER_STACK_COPY was given: no adapting
+static uint32_t g_copy_changes;       // threads whose copy_wanted differs from copy
 static uint64_t g_record[65536 / 8];  // one record, copied out of a ring; g_lock
 
 _Static_assert(ZXS_MAX_THREADS <= 65536, "thread indexes fit g_tid_values");
@@ -122,9 +140,9 @@ static size_t ring_data_size(void) {
 }
 
 // A thread's sampling event on `cpu` (-1: any CPU, for the probe).
-static int event_open(pid_t tid, int cpu, zx_duration_t period, size_t data_size) {
+static int event_open(pid_t tid, int cpu, zx_duration_t period, size_t data_size, uint32_t copy) {
   struct perf_event_attr attr;
-  zxs_linux_ring_attr(&attr, period, data_size, g_stack_copy);
+  zxs_linux_ring_attr(&attr, period, data_size, copy);
   return zxs_linux_perf_event_open(&attr, tid, cpu);
 }
 
@@ -142,11 +160,13 @@ static int owner_open(pid_t tid, int cpu, size_t data_size) {
 static void probe(void) {
   g_page = (size_t)sysconf(_SC_PAGESIZE);
   g_stack_copy = zxs_linux_ring_stack_copy();
+  const char* fixed = getenv("ZXSAMPLER_STACK_COPY");
+  g_copy_fixed = fixed != NULL && *fixed != '\0';
   const long cpus = sysconf(_SC_NPROCESSORS_CONF);
   g_cpu_count = cpus > 0 ? (uint32_t)cpus : 1;
   const size_t data = RING_MIN_PAGES * g_page;
   // Before 6.0 (no PERF_FORMAT_LOST) or without user stack copies: the signal source is used.
-  int fd = event_open(0, -1, ZXS_LINUX_PERF_MIN_PERIOD * 100, data);
+  int fd = event_open(0, -1, ZXS_LINUX_PERF_MIN_PERIOD * 100, data, g_stack_copy);
   if (fd < 0) {
     g_available = zxs_linux_perf_status(errno) != ZX_ERR_NOT_SUPPORTED;
     return;
@@ -204,12 +224,33 @@ static void tid_remove_locked(pid_t tid) {
 
 // --- Draining (g_lock held) -------------------------------------------------------------------
 
+// Notes what a walk of `t`'s sample needed of the copy; asks for a re-open when the copy should
+// change (COPY_SHRINK_AFTER).
+static void adapt_copy_locked(thread_events_t* t, size_t needed) {
+  if (g_copy_fixed || t->copy_settled || t->copy_wanted != t->copy) return;
+  uint32_t want = t->copy;
+  if (needed > t->copy) {
+    want = g_stack_copy;  // cut short: the whole copy again, and no more shrinking
+    t->copy_settled = true;
+  } else if (t->copy == g_stack_copy) {
+    if (needed > t->most_needed) t->most_needed = (uint32_t)needed;
+    if (++t->walked == COPY_SHRINK_AFTER) {
+      want = COPY_MIN;
+      while (want < 2 * t->most_needed && want < g_stack_copy) want *= 2;
+    }
+  }
+  if (want != t->copy) {
+    t->copy_wanted = want;
+    g_copy_changes++;
+  }
+}
+
 static void handle_sample(const uint64_t* w, size_t words) {
   // {pid, tid} {time} {cpu, res} {abi} {regs[REG_COUNT]} {size} {data[size]} {dyn_size}
   enum { TID = 0, CPU = 2, ABI = 3, REGS = 4, SIZE = REGS + ZXS_PERF_REG_COUNT, DATA = SIZE + 1 };
   if (words <= CPU) return;
   const uint32_t cpu = (uint32_t)w[CPU];
-  const thread_events_t* t = tid_find_locked((pid_t)(w[TID] >> 32));
+  thread_events_t* t = tid_find_locked((pid_t)(w[TID] >> 32));
   if (t == NULL) return;  // not ours: cannot happen, disarm drains before it forgets a thread
   if (words < DATA || w[ABI] != PERF_SAMPLE_REGS_ABI_64) {
     zxs_core_count_dropped(cpu, 1);  // no user registers (not with exclude_kernel)
@@ -224,7 +265,9 @@ static void handle_sample(const uint64_t* w, size_t words) {
     copied = w[DATA + size / 8];  // dyn_size: what the kernel could read
     if (copied > size) copied = 0;
   }
-  zxs_core_sample_copy(t->slot, t->attach_gen, cpu, w[1], &regs, &w[DATA], (size_t)copied);
+  const size_t needed =
+      zxs_core_sample_copy(t->slot, t->attach_gen, cpu, w[1], &regs, &w[DATA], (size_t)copied);
+  adapt_copy_locked(t, needed);
 }
 
 static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t words) {
@@ -234,6 +277,8 @@ static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t wor
   if (type == PERF_RECORD_SAMPLE) handle_sample(body, words);
 }
 
+static void apply_copy_changes_locked(void);
+
 static void drain_all_locked(void) {
   if (g_rings == NULL) return;
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
@@ -241,6 +286,7 @@ static void drain_all_locked(void) {
       zxs_linux_ring_read(g_rings[cpu].base, g_page, g_data_size, g_record, on_record, NULL);
     }
   }
+  if (g_copy_changes > 0) apply_copy_changes_locked();
 }
 
 // Samples the kernel took but could not store (the CPU's ring was full) are counted by each
@@ -435,28 +481,92 @@ static void thread_close_locked(thread_events_t* t) {
   memset(t, 0, sizeof(*t));
 }
 
-// Opens the thread's event on every CPU that has a ring, each writing there, all disabled.
-static zx_status_t thread_open_locked(thread_events_t* t, pid_t tid, zx_duration_t period) {
-  t->fds = malloc(g_cpu_count * sizeof(*t->fds));
-  t->lost_seen = calloc(g_cpu_count, sizeof(*t->lost_seen));
-  if (t->fds == NULL || t->lost_seen == NULL) {
-    free(t->fds);
-    free(t->lost_seen);
-    return ZX_ERR_NO_MEMORY;
-  }
-  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) t->fds[cpu] = -1;
+// Opens `tid`'s event on every CPU that has a ring into `fds` (-1 elsewhere), each writing
+// there, all disabled; on failure none stays open.
+static zx_status_t events_open_locked(pid_t tid, zx_duration_t period, uint32_t copy, int* fds) {
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) fds[cpu] = -1;
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
     if (g_rings[cpu].fd < 0) continue;
-    const int fd = event_open(tid, (int)cpu, period, g_data_size);
+    const int fd = event_open(tid, (int)cpu, period, g_data_size, copy);
     if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, g_rings[cpu].fd) != 0) {
       const zx_status_t status = zxs_linux_perf_status(errno);
       if (fd >= 0) close(fd);
-      thread_close_locked(t);
+      for (uint32_t i = 0; i < cpu; i++) {
+        if (fds[i] >= 0) close(fds[i]);
+        fds[i] = -1;
+      }
       return status;
     }
-    t->fds[cpu] = fd;
+    fds[cpu] = fd;
   }
   return ZX_OK;
+}
+
+static zx_status_t events_enable(const int* fds) {
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    if (fds[cpu] >= 0 && ioctl(fds[cpu], PERF_EVENT_IOC_ENABLE, 0) != 0) {
+      return zxs_linux_perf_status(errno);
+    }
+  }
+  return ZX_OK;
+}
+
+static void events_disable(const int* fds) {
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    if (fds[cpu] >= 0) ioctl(fds[cpu], PERF_EVENT_IOC_DISABLE, 0);
+  }
+}
+
+static zx_status_t thread_open_locked(thread_events_t* t, pid_t tid, zx_duration_t period) {
+  t->fds = malloc(g_cpu_count * sizeof(*t->fds));
+  t->lost_seen = calloc(g_cpu_count, sizeof(*t->lost_seen));
+  zx_status_t status = ZX_ERR_NO_MEMORY;
+  if (t->fds == NULL || t->lost_seen == NULL ||
+      (status = events_open_locked(tid, period, g_stack_copy, t->fds)) != ZX_OK) {
+    free(t->fds);
+    free(t->lost_seen);
+    t->fds = NULL;
+    t->lost_seen = NULL;
+    return status;
+  }
+  t->period = period;
+  t->copy = t->copy_wanted = g_stack_copy;
+  return ZX_OK;
+}
+
+// Re-opens the events of every thread whose copy should change (adapt_copy_locked). Samples
+// its old events wrote stay in the rings and are drained as any other. A thread whose new
+// events cannot be opened keeps its old ones, and its copy from then on.
+static void apply_copy_changes_locked(void) {
+  int* fds = malloc(g_cpu_count * sizeof(*fds));
+  for (uint32_t i = 0, seen = 0; i < ZXS_MAX_THREADS && seen < g_armed; i++) {
+    thread_events_t* t = &g_threads[i];
+    if (t->slot == NULL) continue;
+    seen++;
+    if (t->copy_wanted == t->copy) continue;
+    if (fds != NULL && events_open_locked(t->tid, t->period, t->copy_wanted, fds) == ZX_OK) {
+      events_disable(t->fds);
+      count_lost_locked(t);
+      if (events_enable(fds) == ZX_OK) {
+        for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+          if (t->fds[cpu] >= 0) close(t->fds[cpu]);
+          t->fds[cpu] = fds[cpu];
+          t->lost_seen[cpu] = 0;
+        }
+        t->copy = t->copy_wanted;
+        continue;
+      }
+      events_disable(fds);  // keep the old ones: they count no loss twice
+      for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+        if (fds[cpu] >= 0) close(fds[cpu]);
+      }
+      (void)events_enable(t->fds);
+    }
+    t->copy_wanted = t->copy;
+    t->copy_settled = true;
+  }
+  g_copy_changes = 0;
+  free(fds);
 }
 
 zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen) {
@@ -476,11 +586,7 @@ zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, ui
     t->attach_gen = atomic_load_explicit(&st->attach_gen, memory_order_relaxed);
     tid_insert_locked(tid, slot->index);
     g_armed++;
-    for (uint32_t cpu = 0; cpu < g_cpu_count && status == ZX_OK; cpu++) {
-      if (t->fds[cpu] >= 0 && ioctl(t->fds[cpu], PERF_EVENT_IOC_ENABLE, 0) != 0) {
-        status = zxs_linux_perf_status(errno);
-      }
-    }
+    status = events_enable(t->fds);
     if (status == ZX_OK) {
       wake_collector_locked();  // it may be waiting with no timeout
     } else {
@@ -501,9 +607,8 @@ void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
   if (t->slot == slot) {
     // Stop the events, then write what they took (while writes are enabled: a thread detached
     // while sampling runs loses nothing; at stop, zxs_prim_sampling_flush came first).
-    for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
-      if (t->fds[cpu] >= 0) ioctl(t->fds[cpu], PERF_EVENT_IOC_DISABLE, 0);
-    }
+    events_disable(t->fds);
+    t->copy_wanted = t->copy;  // no re-open on the way out
     drain_all_locked();
     count_lost_locked(t);
     tid_remove_locked(t->tid);
@@ -537,6 +642,7 @@ void zxs_linux_ring_forget_all(void) {
   }
   memset(g_tid_keys, 0, sizeof(g_tid_keys));
   g_armed = 0;
+  g_copy_changes = 0;
   rings_release_locked(false);
   if (g_collector_pid != 0) {  // the collector stayed in the parent
     close(g_epoll);
@@ -545,6 +651,14 @@ void zxs_linux_ring_forget_all(void) {
     g_collector_pid = 0;
     atomic_store(&g_collector_tid, 0);
   }
+}
+
+uint32_t zxs_linux_ring_copy_of(zxs_thread_slot_t* slot) {
+  pthread_mutex_lock(&g_lock);
+  const thread_events_t* t = &g_threads[slot->index];
+  const uint32_t copy = t->slot == slot ? t->copy : 0;
+  pthread_mutex_unlock(&g_lock);
+  return copy;
 }
 
 void zxs_linux_ring_hold_collector(bool hold) { atomic_store(&g_collector_held, hold); }
