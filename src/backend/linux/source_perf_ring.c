@@ -76,14 +76,16 @@
 #define RING_TOTAL_MAX ((size_t)32 << 20)
 #define RING_MIN_PAGES 8u
 // The stack copy adapts to each thread (unless ZXSAMPLER_STACK_COPY fixes it): a thread starts
-// with the whole copy; after COPY_SHRINK_AFTER samples its events are re-opened with twice
-// what its deepest walk needed (at least COPY_MIN); a walk the smaller copy cuts short
+// with the whole copy; after COPY_SHRINK_AFTER samples its events are re-opened with what its
+// deepest walk needed and COPY_MARGIN more, rounded up to a power of two (at least COPY_MIN:
+// 2 KiB for most threads); a walk the smaller copy cuts short
 // re-opens them with the whole copy again, for good. The copy is most of what a sample costs
 // the thread beyond the interrupt (docs/PERFORMANCE.md: 8 KiB against 2 KiB was 0.7 points of
 // slowdown at 4000 samples/s); the price is that samples taken between a thread's stack
 // growing past its copy and the next drain are cut there (counted as truncated), once.
 #define COPY_SHRINK_AFTER 256u
 #define COPY_MIN 1024u
+#define COPY_MARGIN 1024u
 // The tid -> thread index table: open addressing, at most half full.
 #define TID_TABLE_SIZE (2u * ZXS_MAX_THREADS)
 
@@ -236,7 +238,7 @@ static void adapt_copy_locked(thread_events_t* t, size_t needed) {
     if (needed > t->most_needed) t->most_needed = (uint32_t)needed;
     if (++t->walked == COPY_SHRINK_AFTER) {
       want = COPY_MIN;
-      while (want < 2 * t->most_needed && want < g_stack_copy) want *= 2;
+      while (want < t->most_needed + COPY_MARGIN && want < g_stack_copy) want *= 2;
     }
   }
   if (want != t->copy) {
