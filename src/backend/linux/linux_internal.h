@@ -216,7 +216,9 @@ void zxs_linux_ring_hold_collector(bool hold);
 
 // Bytes of stack each perf-ring sample copies: 8 KiB, or ZXSAMPLER_STACK_COPY=N (512..65000,
 // rounded down to a multiple of 8).
-uint32_t zxs_linux_ring_stack_copy(void);
+// *configured (may be NULL): whether ZXSAMPLER_STACK_COPY gave a valid size (perf-ring then
+// keeps it; otherwise it adapts each thread's copy below this size).
+uint32_t zxs_linux_ring_stack_copy(bool* configured);
 // The disabled task-clock event of `period` ns a perf-ring source opens: user registers
 // (ZXS_PERF_REGS_MASK), `stack_copy` bytes of stack, tid, time (CLOCK_MONOTONIC) and CPU per
 // sample, PERF_FORMAT_LOST, a wakeup when half of its `data_size`-byte ring is full (the ring's

@@ -16,12 +16,14 @@
 #define STACK_COPY_MIN 512u
 #define STACK_COPY_MAX 65000u
 
-uint32_t zxs_linux_ring_stack_copy(void) {
+uint32_t zxs_linux_ring_stack_copy(bool* configured) {
+  if (configured != NULL) *configured = false;
   const char* value = getenv("ZXSAMPLER_STACK_COPY");
   if (value == NULL || *value == '\0') return STACK_COPY_BYTES;
   char* end = NULL;
   const unsigned long n = strtoul(value, &end, 10);
   if (*end != '\0' || n < STACK_COPY_MIN || n > STACK_COPY_MAX) return STACK_COPY_BYTES;
+  if (configured != NULL) *configured = true;
   return (uint32_t)(n & ~7ul);  // the kernel wants a multiple of 8
 }
 

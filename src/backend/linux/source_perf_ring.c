@@ -125,7 +125,7 @@ static _Atomic pid_t g_collector_tid;               // the collector's tid, once
 static size_t g_page;
 static uint32_t g_stack_copy;         // bytes per sample at most; set by probe()
 static bool g_copy_fixed;             // ZXSAMPLER_STACK_COPY was given: no adapting
-static uint32_t g_copy_changes;       // threads whose copy_wanted differs from copy
+static bool g_copy_change_pending;    // some thread's copy_wanted differs from its copy
 static uint64_t g_record[65536 / 8];  // one record, copied out of a ring; g_lock
 
 _Static_assert(ZXS_MAX_THREADS <= 65536, "thread indexes fit g_tid_values");
@@ -161,9 +161,7 @@ static int owner_open(pid_t tid, int cpu, size_t data_size) {
 
 static void probe(void) {
   g_page = (size_t)sysconf(_SC_PAGESIZE);
-  g_stack_copy = zxs_linux_ring_stack_copy();
-  const char* fixed = getenv("ZXSAMPLER_STACK_COPY");
-  g_copy_fixed = fixed != NULL && *fixed != '\0';
+  g_stack_copy = zxs_linux_ring_stack_copy(&g_copy_fixed);
   const long cpus = sysconf(_SC_NPROCESSORS_CONF);
   g_cpu_count = cpus > 0 ? (uint32_t)cpus : 1;
   const size_t data = RING_MIN_PAGES * g_page;
@@ -243,7 +241,7 @@ static void adapt_copy_locked(thread_events_t* t, size_t needed) {
   }
   if (want != t->copy) {
     t->copy_wanted = want;
-    g_copy_changes++;
+    g_copy_change_pending = true;
   }
 }
 
@@ -288,7 +286,7 @@ static void drain_all_locked(void) {
       zxs_linux_ring_read(g_rings[cpu].base, g_page, g_data_size, g_record, on_record, NULL);
     }
   }
-  if (g_copy_changes > 0) apply_copy_changes_locked();
+  if (g_copy_change_pending) apply_copy_changes_locked();
 }
 
 // Samples the kernel took but could not store (the CPU's ring was full) are counted by each
@@ -474,10 +472,16 @@ static zx_status_t rings_make_locked(size_t data_size) {
 
 // --- The source -------------------------------------------------------------------------------
 
-static void thread_close_locked(thread_events_t* t) {
+// Closes the events in `fds` (one per CPU) and marks them closed.
+static void events_close(int* fds) {
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
-    if (t->fds[cpu] >= 0) close(t->fds[cpu]);
+    if (fds[cpu] >= 0) close(fds[cpu]);
+    fds[cpu] = -1;
   }
+}
+
+static void thread_close_locked(thread_events_t* t) {
+  events_close(t->fds);
   free(t->fds);
   free(t->lost_seen);
   memset(t, 0, sizeof(*t));
@@ -493,10 +497,7 @@ static zx_status_t events_open_locked(pid_t tid, zx_duration_t period, uint32_t 
     if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, g_rings[cpu].fd) != 0) {
       const zx_status_t status = zxs_linux_perf_status(errno);
       if (fd >= 0) close(fd);
-      for (uint32_t i = 0; i < cpu; i++) {
-        if (fds[i] >= 0) close(fds[i]);
-        fds[i] = -1;
-      }
+      events_close(fds);
       return status;
     }
     fds[cpu] = fd;
@@ -550,24 +551,20 @@ static void apply_copy_changes_locked(void) {
       events_disable(t->fds);
       count_lost_locked(t);
       if (events_enable(fds) == ZX_OK) {
-        for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
-          if (t->fds[cpu] >= 0) close(t->fds[cpu]);
-          t->fds[cpu] = fds[cpu];
-          t->lost_seen[cpu] = 0;
-        }
+        events_close(t->fds);
+        memcpy(t->fds, fds, g_cpu_count * sizeof(*fds));
+        memset(t->lost_seen, 0, g_cpu_count * sizeof(*t->lost_seen));
         t->copy = t->copy_wanted;
         continue;
       }
       events_disable(fds);  // keep the old ones: they count no loss twice
-      for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
-        if (fds[cpu] >= 0) close(fds[cpu]);
-      }
+      events_close(fds);
       (void)events_enable(t->fds);
     }
     t->copy_wanted = t->copy;
     t->copy_settled = true;
   }
-  g_copy_changes = 0;
+  g_copy_change_pending = false;
   free(fds);
 }
 
@@ -644,7 +641,7 @@ void zxs_linux_ring_forget_all(void) {
   }
   memset(g_tid_keys, 0, sizeof(g_tid_keys));
   g_armed = 0;
-  g_copy_changes = 0;
+  g_copy_change_pending = false;
   rings_release_locked(false);
   if (g_collector_pid != 0) {  // the collector stayed in the parent
     close(g_epoll);

@@ -291,7 +291,7 @@ static bool measure_path(int which, zxs_linux_calibration_t* c) {
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     return ok;
   }
-  p.copy = zxs_linux_ring_stack_copy();
+  p.copy = zxs_linux_ring_stack_copy(NULL);
   p.page = (size_t)sysconf(_SC_PAGESIZE);
   p.scratch = malloc(65536);
   ok = p.scratch != NULL && ring_size(&p) && measure(&p, c);
