@@ -23,7 +23,9 @@
 #   floor-*       bench/interrupt_floor: the same workload with a per-thread perf task-clock
 #                 event armed by the program itself: count (no signal: the kernel's interrupt
 #                 alone), signal (+ a real-time signal to an empty handler), oneshot (+ the
-#                 REFRESH re-arm libzxsampler does per sample); floor-none runs it unarmed
+#                 REFRESH re-arm libzxsampler does per sample), threadcpu (count, with one
+#                 event per CPU per thread, as perf-ring and perf record arm a thread), percpu (a
+#                 cpu-clock event per CPU for every task: needs root); floor-none runs it unarmed
 #   zxs-record-*  zxsampler record --user-only --period 1000 (1000 samples/s per thread) or
 #                 --period 250 (4000/s): out of process, per-CPU rings drained by zxsampler
 #   zxs-*         the library in process (libzxsampler-preload.so preloaded by hand, as
@@ -79,6 +81,10 @@ CONFIGS=(
   "floor-signal-4000|floor:signal:250|4000"
   "floor-oneshot-1000|floor:oneshot:1000|1000"
   "floor-oneshot-4000|floor:oneshot:250|4000"
+  "floor-threadcpu-1000|floor:threadcpu:1000|1000"
+  "floor-threadcpu-4000|floor:threadcpu:250|4000"
+  "floor-percpu-1000|floor:percpu:1000|1000"
+  "floor-percpu-4000|floor:percpu:250|4000"
   "zxs-record-1000|record:1000|1000"
   "zxs-record-4000|record:250|4000"
   "zxs-ring-1000|zxs:perf-ring:1000|1000"

@@ -19,6 +19,11 @@
 //             per sample except the walk and the write. Variants for the analysis in
 //             docs/PERFORMANCE.md: -r K enables K overflows per refresh (re-armed only on the
 //             K-th, POLL_HUP); -G leaves the gettid() out.
+//   threadcpu count, the way perf-ring and `perf record` arm a thread: one task-clock event per
+//             CPU (cpu = c), of which the scheduler enables the one of the CPU the thread is on.
+//   percpu    one cpu-clock event per CPU for every task (pid -1; root or perf_event_paranoid
+//             <= 0), count only, the threads arming nothing: a timer per CPU, as Zircon's
+//             sampler has, instead of one per thread that the scheduler moves at every switch.
 //   timer     a POSIX timer on the thread's CPU-time clock (SIGEV_THREAD_ID) with an empty
 //             handler: the floor of the library's cputimer source (the scheduler tick that
 //             checks it runs whether or not a timer is armed).
@@ -49,7 +54,15 @@
 
 #include "bench_work.h"
 
-typedef enum { MODE_NONE, MODE_COUNT, MODE_SIGNAL, MODE_ONESHOT, MODE_TIMER } mode_t_;
+typedef enum {
+  MODE_NONE,
+  MODE_COUNT,
+  MODE_SIGNAL,
+  MODE_ONESHOT,
+  MODE_TIMER,
+  MODE_THREADCPU,
+  MODE_PERCPU
+} mode_t_;
 
 static mode_t_ g_mode = MODE_NONE;
 static long long g_period_ns = 1000000;
@@ -57,6 +70,7 @@ static int g_signal;
 static int g_refresh = 1;     // oneshot: overflows allowed per PERF_EVENT_IOC_REFRESH
 static bool g_gettid = true;  // oneshot: the library's gettid() check in the handler
 static _Atomic uint64_t g_events;
+static int g_cpus = 1;  // threadcpu and percpu: CPUs configured (at most 64)
 
 typedef struct {
   uint64_t units;
@@ -85,17 +99,19 @@ static void on_signal(int sig, siginfo_t* info, void* uc) {
   errno = saved;
 }
 
-static int open_event(pid_t tid) {
+// A task-clock event on thread `tid` (any CPU, or only `cpu`), or with tid -1 a cpu-clock event
+// on `cpu` for every task.
+static int open_event(pid_t tid, int cpu) {
   struct perf_event_attr attr;
   memset(&attr, 0, sizeof(attr));
   attr.size = sizeof(attr);
   attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.config = tid < 0 ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_TASK_CLOCK;
   attr.sample_period = (uint64_t)g_period_ns;
   attr.disabled = 1;
   attr.exclude_kernel = 1;
   attr.exclude_hv = 1;
-  int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  int fd = (int)syscall(SYS_perf_event_open, &attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) {
     return -1;
   }
@@ -121,13 +137,22 @@ static void* run(void* arg) {
   job_t* job = arg;
   const pid_t tid = (pid_t)syscall(SYS_gettid);
   int fd = -1;
+  int cpu_fds[64];
+  int cpu_fd_count = 0;
   timer_t timer;
   bool have_timer = false;
   if (g_mode == MODE_COUNT || g_mode == MODE_SIGNAL || g_mode == MODE_ONESHOT) {
-    fd = open_event(tid);
+    fd = open_event(tid, -1);
     if (fd < 0) {
       job->failed = errno != 0 ? errno : 1;
       return NULL;
+    }
+  } else if (g_mode == MODE_THREADCPU) {
+    for (; cpu_fd_count < g_cpus; cpu_fd_count++) {
+      if ((cpu_fds[cpu_fd_count] = open_event(tid, cpu_fd_count)) < 0) {
+        job->failed = errno != 0 ? errno : 1;
+        return NULL;
+      }
     }
   } else if (g_mode == MODE_TIMER) {
     struct sigevent sev;
@@ -156,13 +181,23 @@ static void* run(void* arg) {
     }
     close(fd);
   }
+  for (int c = 0; c < cpu_fd_count; c++) {
+    ioctl(cpu_fds[c], PERF_EVENT_IOC_DISABLE, 0);
+    uint64_t count = 0;
+    if (read(cpu_fds[c], &count, sizeof(count)) == (ssize_t)sizeof(count)) {
+      job->periods += count / (uint64_t)g_period_ns;
+    }
+    close(cpu_fds[c]);
+  }
   if (have_timer) {
     timer_delete(timer);
   }
   return NULL;
 }
 
-static const char* const kModes[] = {"none", "count", "signal", "oneshot", "timer"};
+static const char* const kModes[] = {"none",  "count",     "signal", "oneshot",
+                                     "timer", "threadcpu", "percpu"};
+#define MODE_COUNT_ (int)(sizeof(kModes) / sizeof(kModes[0]))
 
 int main(int argc, char** argv) {
   int threads = 3, depth = 12;
@@ -172,7 +207,7 @@ int main(int argc, char** argv) {
     switch (opt) {
       case 'm': {
         bool found = false;
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < MODE_COUNT_; i++) {
           if (strcmp(optarg, kModes[i]) == 0) {
             g_mode = (mode_t_)i;
             found = true;
@@ -207,7 +242,8 @@ int main(int argc, char** argv) {
         break;
       default:
         fprintf(stderr,
-                "usage: interrupt_floor [-m none|count|signal|oneshot|timer] [-p PERIOD_US] "
+                "usage: interrupt_floor [-m none|count|signal|oneshot|timer|threadcpu|percpu] [-p "
+                "PERIOD_US] "
                 "[-t THREADS] [-u UNITS] [-d DEPTH] [-n ITERS] [-r K] [-G]\n");
         return 2;
     }
@@ -225,6 +261,17 @@ int main(int argc, char** argv) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(g_signal, &sa, NULL);
+
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  g_cpus = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
+  int percpu_fds[64];
+  for (int c = 0; g_mode == MODE_PERCPU && c < g_cpus; c++) {
+    if ((percpu_fds[c] = open_event(-1, c)) < 0) {
+      fprintf(stderr, "interrupt_floor: mode percpu: %s (needs root or perf_event_paranoid <= 0)\n",
+              strerror(errno));
+      return 1;
+    }
+  }
 
   const double cpu0 = bench_process_cpu(), wall0 = bench_now(CLOCK_MONOTONIC);
   job_t jobs[64];
@@ -248,7 +295,9 @@ int main(int argc, char** argv) {
     periods += jobs[i].periods;
   }
   const double cpu = bench_process_cpu() - cpu0, wall = bench_now(CLOCK_MONOTONIC) - wall0;
-  const uint64_t events = g_mode == MODE_COUNT ? periods : atomic_load(&g_events);
+  for (int c = 0; g_mode == MODE_PERCPU && c < g_cpus; c++) close(percpu_fds[c]);
+  const uint64_t events =
+      g_mode == MODE_COUNT || g_mode == MODE_THREADCPU ? periods : atomic_load(&g_events);
   const double expected = g_mode == MODE_NONE ? 0 : cpu * 1e9 / (double)g_period_ns;
   printf(
       "interrupt_floor: mode=%s period_us=%lld threads=%d refresh=%d gettid=%d cpu_s=%.4f "

@@ -127,8 +127,9 @@ typedef enum zxs_sample_source {
   ZXS_SOURCE_SAMPLER_THREAD,   // a sampler thread suspends targets (macOS)
   ZXS_SOURCE_KERNEL,           // the Fuchsia kernel's own sampler
   ZXS_SOURCE_FAKE,             // deterministic test backend
-  ZXS_SOURCE_PERF_RING,        // Linux perf_event task-clock; the kernel walks the frame pointers
-                               // into a ring buffer that a thread of the library drains (no signal)
+  ZXS_SOURCE_PERF_RING,        // Linux perf_event task-clock; the kernel copies the registers and
+                               // the top of the stack into a ring buffer per CPU that a thread of
+                               // the library drains and walks (no signal)
 } zxs_sample_source_t;
 
 // The source's short name, as ZXSAMPLER_SOURCE takes it on Linux: "perf-ring", "perf",

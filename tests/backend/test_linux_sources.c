@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,7 +40,7 @@
 
 // --- The core, as far as the backend sees it --------------------------------------------------
 
-#define NSLOTS 8
+#define NSLOTS 40
 
 static zxs_thread_slot_t g_slots[NSLOTS];
 static _Atomic uint64_t g_samples[NSLOTS];       // per slot
@@ -1102,6 +1103,80 @@ static void test_perf_fd_beyond_routes(void** state) {
   zxs_prim_source_disarm(slot);
 }
 
+// A thread that only waits until told to exit (being armed needs no CPU).
+static void* waiting_worker(void* arg) {
+  worker_t* w = arg;
+  atomic_store(&w->tid, tid());
+  wait_for(&w->step, 1);
+  return NULL;
+}
+
+// The perf sources hold at most half of the soft descriptor limit between them: with more
+// threads than that allows, the rest fall back (and say so), and the program can still open
+// the other half. Without the budget, perf-ring's event per thread per CPU takes them all.
+static void test_descriptor_budget(void** state) {
+  (void)state;
+  if (!use_source("perf-ring")) {
+    skip();
+  }
+  unsetenv("ZXSAMPLER_SOURCE");
+  enum { kThreads = NSLOTS - 1, kLimit = 64 };
+  const uint32_t per_thread = zxs_linux_ring_thread_fds();
+  static worker_t w[kThreads];
+  memset(w, 0, sizeof(w));
+  for (int i = 0; i < kThreads; i++) {
+    assert_int_equal(pthread_create(&w[i].thread, NULL, waiting_worker, &w[i]), 0);
+  }
+  struct rlimit saved, low;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  low = saved;
+  low.rlim_cur = kLimit;
+  const int open_before = count_dir("/proc/self/fd");
+  assert_true(open_before < kLimit / 4);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+
+  zxs_thread_slot_t* slots[kThreads];
+  int by_kind[ZXS_SOURCE_PERF_RING + 1] = {0}, fell_back = 0;
+  for (int i = 0; i < kThreads; i++) {
+    slots[i] = attach_worker((uint32_t)i + 1, &w[i]);
+    assert_int_equal(zxs_prim_source_arm(slots[i], 1000000), ZX_OK);
+    const int kind = atomic_load(&slots[i]->source_kind);
+    assert_true(kind >= 0 && kind <= ZXS_SOURCE_PERF_RING);
+    by_kind[kind]++;
+    fell_back += atomic_load(&slots[i]->source_failures) > 0;
+  }
+  const uint32_t held = (uint32_t)by_kind[ZXS_SOURCE_PERF_RING] * per_thread +
+                        (uint32_t)by_kind[ZXS_SOURCE_PERF_TASK_CLOCK];
+  // What the program can still open below the limit.
+  int spare[kLimit], nspare = 0;
+  for (int fd; nspare < kLimit && (fd = dup(0)) >= 0;) spare[nspare++] = fd;
+  print_message(
+      "%d threads, %u descriptors each with perf-ring: %d perf-ring, %d perf, %d timer "
+      "(%u held); %d fell back; %d descriptors still free below %d\n",
+      kThreads, per_thread, by_kind[ZXS_SOURCE_PERF_RING], by_kind[ZXS_SOURCE_PERF_TASK_CLOCK],
+      by_kind[ZXS_SOURCE_CPU_CLOCK_TIMER], held, fell_back, nspare, kLimit);
+  assert_true(by_kind[ZXS_SOURCE_PERF_RING] > 0);
+  assert_true(held <= kLimit / 2);
+  if (per_thread * kThreads > kLimit / 2) {
+    assert_true(fell_back > 0);
+    assert_int_equal(fell_back, kThreads - by_kind[ZXS_SOURCE_PERF_RING]);
+  }
+  assert_true(nspare >= kLimit / 2 - open_before - (int)per_thread);
+  for (int i = 0; i < nspare; i++) close(spare[i]);
+
+  for (int i = 0; i < kThreads; i++) zxs_prim_source_disarm(slots[i]);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  for (int i = 0; i < kThreads; i++) {
+    atomic_store(&w[i].step, 1);
+    assert_int_equal(pthread_join(w[i].thread, NULL), 0);
+  }
+  // Disarming gave the budget back: a thread gets perf-ring again.
+  zxs_thread_slot_t* slot = attach_self(0);
+  assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_OK);
+  assert_int_equal(atomic_load(&slot->source_kind), ZXS_SOURCE_PERF_RING);
+  zxs_prim_source_disarm(slot);
+}
+
 static const char* path_name(zxs_sample_source_t path) {
   return path == ZXS_SOURCE_PERF_RING         ? "ring"
          : path == ZXS_SOURCE_PERF_TASK_CLOCK ? "signal"
@@ -1504,6 +1579,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_ring_unthrottled_period, reset),
       cmocka_unit_test_teardown(test_perf_recycled_fd, reset),
       cmocka_unit_test_teardown(test_perf_fd_beyond_routes, reset),
+      cmocka_unit_test_teardown(test_descriptor_budget, reset),
       cmocka_unit_test_teardown(test_perf_samples_self, reset),
       cmocka_unit_test_teardown(test_cputimer_samples_self, reset),
       cmocka_unit_test_teardown(test_perf_samples_other_thread, reset),

@@ -30,6 +30,7 @@ typedef struct zxs_linux_slot {
   _Atomic bool has_timer;       // cputimer source: `timer` is live (timer ids start at 0)
   _Atomic(void*) timer;         // cputimer source: its timer_t
   _Atomic uint64_t owner;       // pthread_t of the thread the source interrupts
+  _Atomic uint32_t fds_held;    // descriptors the armed source holds (sources.c's budget)
 } zxs_linux_slot_t;
 
 _Static_assert(sizeof(zxs_linux_slot_t) <= sizeof(((zxs_thread_slot_t*)0)->backend),
@@ -198,6 +199,8 @@ bool zxs_linux_taskstats_process(int* fd, pid_t tgid, int64_t* cpu_time, int64_t
 // Whether a task-clock event with a kernel callchain and a ring buffer can be opened and mapped
 // here (probed once).
 bool zxs_linux_ring_available(void);
+// The descriptors a thread armed with perf-ring holds: one event per CPU.
+uint32_t zxs_linux_ring_thread_fds(void);
 // Arms the kernel-walked perf source of `slot`: statuses as zxs_linux_perf_arm (NOT_SUPPORTED
 // also when the ring cannot be mapped: the locked-memory limit).
 zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);

@@ -182,6 +182,11 @@ bool zxs_linux_ring_available(void) {
   return g_available;
 }
 
+uint32_t zxs_linux_ring_thread_fds(void) {
+  pthread_once(&g_probe_once, probe);
+  return g_cpu_count;
+}
+
 // --- The tid table (g_lock held) --------------------------------------------------------------
 
 static uint32_t tid_hash(pid_t tid) { return ((uint32_t)tid * 2654435761u) & (TID_TABLE_SIZE - 1); }

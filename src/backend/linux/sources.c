@@ -11,12 +11,19 @@
 // measured on the ring path, perf's on the signal path), and each raise is counted; the timer
 // source is never armed below one tick, its resolution (not counted as throttling: faster would
 // only turn into overruns). slot->period holds the period in force.
+//
+// Descriptors: the perf sources hold one per thread (perf) or one per thread per CPU
+// (perf-ring), which on a machine with many CPUs runs out long before the threads do. They
+// never hold more than half of the soft RLIMIT_NOFILE between them: a thread that would go
+// past it gets the next source down (counted as a fallback), so the program's own open() and
+// socket() keep working however many threads are sampled.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "linux_internal.h"
 #include "platform.h"
@@ -93,6 +100,29 @@ static zx_duration_t effective_period(int kind, zx_duration_t requested, bool* t
   return requested < tick ? tick : requested;
 }
 
+// Descriptors held by armed perf sources, all slots (at most half of the soft RLIMIT_NOFILE).
+static _Atomic uint32_t g_source_fds;
+
+// Takes `need` descriptors from the budget; false (nothing taken) when they do not fit.
+static bool fds_reserve(uint32_t need) {
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) {
+    files.rlim_cur = (rlim_t)UINT32_MAX * 2;
+  }
+  const uint64_t budget = (uint64_t)files.rlim_cur / 2;
+  uint32_t held = atomic_load(&g_source_fds);
+  do {
+    if ((uint64_t)held + need > budget) return false;
+  } while (!atomic_compare_exchange_weak(&g_source_fds, &held, held + need));
+  return true;
+}
+
+static void fds_release(zxs_linux_slot_t* st) {
+  atomic_fetch_sub(&g_source_fds, atomic_exchange(&st->fds_held, 0));
+}
+
+static uint32_t one_fd(void) { return 1; }
+
 static void record_armed(zxs_thread_slot_t* slot, int kind, zx_duration_t period, bool throttled) {
   atomic_store(&slot->source_kind, kind);
   atomic_store(&slot->period, period);
@@ -118,10 +148,12 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
     int kind;
     zx_status_t (*arm)(zxs_thread_slot_t*, zx_duration_t, uint32_t);
     bool (*available)(void);
+    uint32_t (*fds)(void);  // descriptors a thread armed with it holds
   } kPerf[] = {
-      {ZXS_LINUX_SOURCE_RING, ZXS_SOURCE_PERF_RING, zxs_linux_ring_arm, zxs_linux_ring_available},
+      {ZXS_LINUX_SOURCE_RING, ZXS_SOURCE_PERF_RING, zxs_linux_ring_arm, zxs_linux_ring_available,
+       zxs_linux_ring_thread_fds},
       {ZXS_LINUX_SOURCE_PERF, ZXS_SOURCE_PERF_TASK_CLOCK, zxs_linux_perf_arm,
-       zxs_linux_perf_available},
+       zxs_linux_perf_available, one_fd},
   };
   for (size_t i = 0; i < sizeof(kPerf) / sizeof(kPerf[0]); i++) {
     if (mode != kPerf[i].mode && (mode != ZXS_LINUX_SOURCE_AUTO || !kPerf[i].available())) {
@@ -131,17 +163,24 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
     if (kPerf[i].kind != ZXS_SOURCE_PERF_RING && (status = zxs_linux_signal_check()) != ZX_OK) {
       return status;
     }
-    const zx_duration_t eff = effective_period(kPerf[i].kind, period, &throttled);
-    status = kPerf[i].arm(slot, eff, zxs_linux_next_gen());
-    if (status == ZX_OK) {
-      record_armed(slot, kPerf[i].kind, eff, throttled);
-      return ZX_OK;
+    const uint32_t fds = kPerf[i].fds();
+    if (!fds_reserve(fds)) {
+      status = ZX_ERR_NO_RESOURCES;
+    } else {
+      const zx_duration_t eff = effective_period(kPerf[i].kind, period, &throttled);
+      status = kPerf[i].arm(slot, eff, zxs_linux_next_gen());
+      if (status == ZX_OK) {
+        atomic_store(&zxs_linux_slot(slot)->fds_held, fds);
+        record_armed(slot, kPerf[i].kind, eff, throttled);
+        return ZX_OK;
+      }
+      atomic_fetch_sub(&g_source_fds, fds);
     }
     if (mode != ZXS_LINUX_SOURCE_AUTO || status == ZX_ERR_BAD_STATE) {
       return status == ZX_ERR_NOT_SUPPORTED ? ZX_ERR_NO_RESOURCES : status;
     }
-    // perf works in this process but not so for this thread (fd limit, fd beyond the routing
-    // table, locked-memory limit for the ring): fall back, and say so.
+    // perf works in this process but not so for this thread (the descriptor budget or limit,
+    // fd beyond the routing table, locked-memory limit for the ring): fall back, and say so.
     atomic_fetch_add(&slot->source_failures, 1);
   }
   if ((status = zxs_linux_signal_check()) != ZX_OK) {
@@ -170,6 +209,7 @@ void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
   } else {
     zxs_linux_cputimer_disarm(slot);
   }
+  fds_release(st);
   atomic_store(&slot->armed, false);
 }
 
@@ -182,5 +222,7 @@ void zxs_prim_after_fork_child(void) {
     atomic_store(&st->gen, 0);
     atomic_store(&st->fd, -1);
     atomic_store(&st->has_timer, false);
+    atomic_store(&st->fds_held, 0);
   }
+  atomic_store(&g_source_fds, 0);
 }
