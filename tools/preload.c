@@ -8,8 +8,14 @@
 // The main thread is attached at load time and every thread the program creates with
 // pthread_create is attached as it starts. The profile is written at exit, on the dump signal,
 // and on SIGINT/SIGTERM/SIGHUP when the program left them at their default action (then the
-// signal is re-raised so the program still dies of it). The variables are removed from the
-// environment so programs this one starts are not profiled into the same file.
+// signal is re-raised so the program still dies of it).
+//   ZXSAMPLER_PID          the process `zxsampler record` started: that process is profiled
+//                          through its execs (a wrapper script that execs the real program: the
+//                          last image writes the file), and the variables stay in its
+//                          environment for them; any other process that inherits them (one the
+//                          profiled process starts) removes them and profiles nothing.
+// Without ZXSAMPLER_PID (the variables set by hand) the process removes them at once, so that
+// no program it starts or execs is profiled into the same file.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -31,6 +37,7 @@ static atomic_bool g_running;
 static atomic_bool g_written;
 static int g_pipe[2] = {-1, -1};
 static int g_dump_signal;
+static pid_t g_pid;  // the profiled process
 static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef int (*pthread_create_fn)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
@@ -44,8 +51,10 @@ static pthread_create_fn real_pthread_create(void) {
   return real;
 }
 
-// Writes the profile once, whoever asks first (exit, a signal).
+// Writes the profile once, whoever asks first (exit, a signal); only in the profiled process
+// (a child it forks inherits the atexit call, not the session).
 static void write_profile(void) {
+  if (getpid() != g_pid) return;
   pthread_mutex_lock(&g_write_lock);
   if (!atomic_exchange(&g_written, true) && atomic_load(&g_running)) {
     atomic_store(&g_running, false);
@@ -74,6 +83,7 @@ static int create_attached(pthread_t* thread, const pthread_attr_t* attr, void* 
                            void* arg) {
   pthread_create_fn real = real_pthread_create();
   if (real == NULL) return EAGAIN;
+  if (!atomic_load(&g_running)) return real(thread, attr, start, arg);
   trampoline_t* t = malloc(sizeof(*t));
   if (t == NULL) return real(thread, attr, start, arg);
   t->start = start;
@@ -158,16 +168,28 @@ static long long env_number(const char* name, long long fallback) {
   return *end == '\0' && n > 0 ? n : fallback;
 }
 
+// Removes what asks for profiling from the environment, for the programs this one starts.
+static void forget_environment(void) {
+  static const char* const kNames[] = {
+      "ZXSAMPLER_OUTPUT",      "ZXSAMPLER_PID", "ZXSAMPLER_DUMP_SIGNAL", "ZXSAMPLER_PERIOD_NS",
+      "ZXSAMPLER_BUFFER_SIZE", "LD_PRELOAD",    "DYLD_INSERT_LIBRARIES"};
+  for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); i++) unsetenv(kNames[i]);
+}
+
 __attribute__((constructor)) static void preload_start(void) {
   const char* output = getenv("ZXSAMPLER_OUTPUT");
   if (output == NULL || *output == '\0' || strlen(output) >= sizeof(g_output)) return;
+  const long long owner = env_number("ZXSAMPLER_PID", 0);
+  if (owner != 0 && owner != (long long)getpid()) {
+    forget_environment();  // started by the profiled process: not profiled
+    return;
+  }
   snprintf(g_output, sizeof(g_output), "%s", output);
+  g_pid = getpid();
   zxs_profiler_options_t options = {.period = (zx_duration_t)env_number("ZXSAMPLER_PERIOD_NS", 0),
                                     .buffer_size = (size_t)env_number("ZXSAMPLER_BUFFER_SIZE", 0)};
   int dump_signal = (int)env_number("ZXSAMPLER_DUMP_SIGNAL", 0);
-  unsetenv("ZXSAMPLER_OUTPUT");
-  unsetenv("LD_PRELOAD");
-  unsetenv("DYLD_INSERT_LIBRARIES");
+  if (owner == 0) forget_environment();
 
   zx_status_t status = zxs_profiler_start(&options);
   if (status != ZX_OK) {
@@ -189,5 +211,4 @@ __attribute__((constructor)) static void preload_start(void) {
       catch_signal(dump_signal, false);
     }
   }
-  unsetenv("ZXSAMPLER_DUMP_SIGNAL");
 }

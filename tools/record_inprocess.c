@@ -172,7 +172,10 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
   if (child == 0) {
     signal(SIGINT, SIG_DFL);
     signal(SIGQUIT, SIG_DFL);
-    if (setenv("ZXSAMPLER_OUTPUT", absolute, 1) != 0 ||
+    // The preload profiles this process through its execs, and no process it starts.
+    char self[32];
+    snprintf(self, sizeof(self), "%lld", (long long)getpid());
+    if (setenv("ZXSAMPLER_OUTPUT", absolute, 1) != 0 || setenv("ZXSAMPLER_PID", self, 1) != 0 ||
         setenv("ZXSAMPLER_PERIOD_NS", period, 1) != 0 ||
         setenv("ZXSAMPLER_BUFFER_SIZE", buffer, 1) != 0 ||
         prepend_env(PRELOAD_VARIABLE, preload) != 0) {

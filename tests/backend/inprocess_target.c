@@ -1,8 +1,10 @@
 // A program for test_record_inprocess.sh: two threads spend CPU in named functions, then the
-// program ends as its first argument says: "return" (status 7) or "_exit" (status 3, which
-// runs no atexit handler, so a preloaded profiler writes nothing).
+// program ends as its first argument says: "return" (status 7), "_exit" (status 3, which
+// runs no atexit handler, so a preloaded profiler writes nothing) or "fork" (a child that
+// returns from main first, running the atexit handlers it inherited; then status 7).
 #include <pthread.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,5 +46,11 @@ int main(int argc, char** argv) {
   inprocess_main_work();
   pthread_join(thread, NULL);
   if (argc > 1 && strcmp(argv[1], "_exit") == 0) _exit(3);
+  if (argc > 1 && strcmp(argv[1], "fork") == 0) {
+    const pid_t child = fork();
+    if (child == 0) return 0;
+    int status;
+    if (child < 0 || waitpid(child, &status, 0) != child || status != 0) return 1;
+  }
   return 7;
 }

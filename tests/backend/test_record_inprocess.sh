@@ -22,6 +22,7 @@ fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fails=0
+not_grep() { ! grep -q "$@"; }
 check() {  # check DESCRIPTION CONDITION...
   local what=$1
   shift
@@ -41,6 +42,37 @@ if [ "$names" = 1 ]; then
   check "the other thread's function is named" grep -q inprocess_thread_work "$dir/report.txt"
 fi
 check "the report converts" "$zxs" report -f folded -o "$dir/prof.folded" "$dir/prof.fxt"
+
+# A program whose forked child exits first: the child writes nothing and says nothing.
+rm -f "$dir/prof.fxt"
+(cd "$dir" && "$zxs" record "${mode[@]}" -o prof.fxt -- "$target" fork >report.txt 2>err.txt)
+status=$?
+check "fork: the program's status is kept (7, got $status)" test "$status" -eq 7
+check "fork: the child's exit reports no failure" not_grep -i fail "$dir/err.txt"
+check "fork: the program's two threads are recorded" grep -q "Threads: 2" "$dir/report.txt"
+
+# A wrapper that execs the program (as pyenv's shims do): the program is what is recorded.
+rm -f "$dir/prof.fxt"
+(cd "$dir" && "$zxs" record "${mode[@]}" -o prof.fxt -- sh -c 'exec "$0" return' "$target" \
+  >report.txt 2>err.txt)
+status=$?
+check "exec: the program's status is kept (7, got $status)" test "$status" -eq 7
+check "exec: the program's two threads are recorded" grep -q "Threads: 2" "$dir/report.txt"
+if [ "$names" = 1 ]; then
+  check "exec: the program's function is named" grep -q inprocess_main_work "$dir/report.txt"
+fi
+
+# A shell that starts the program and waits: the programs it starts write nothing and inherit
+# no request to profile (the shell's own profile is not written: dash ends with _exit).
+rm -f "$dir/prof.fxt"
+(cd "$dir" && "$zxs" record "${mode[@]}" -o prof.fxt -- sh -c \
+  '"$0" return; test -e prof.fxt && echo started-program-wrote; env | grep -qE "^ZXSAMPLER_|zxsampler-preload" && echo started-program-asked; exit 5' \
+  "$target" >report.txt 2>err.txt)
+status=$?
+check "a started program: the shell's status is kept (5, got $status)" test "$status" -eq 5
+check "a started program: it wrote no profile" not_grep started-program-wrote "$dir/report.txt"
+check "a started program: its environment asks for nothing" not_grep started-program-asked \
+  "$dir/report.txt"
 
 # A program that ends with _exit: no profile, said plainly, its status kept.
 rm -f "$dir/prof.fxt"
