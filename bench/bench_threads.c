@@ -52,13 +52,21 @@ static double now_s(clockid_t clock) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+// One thread counts at a time: 1024 threads counting at once would each add the directory
+// descriptor they count through (up to ~600 more than the library holds, seen).
+static pthread_mutex_t g_count_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int count_fds(void) {
+  pthread_mutex_lock(&g_count_lock);
   DIR* d = opendir("/proc/self/fd");
-  int n = 0;
-  if (d == NULL) return -1;
-  while (readdir(d) != NULL) n++;
-  closedir(d);
-  return n - 3;  // ".", ".." and the directory's own descriptor
+  int n = -1;
+  if (d != NULL) {
+    n = -3;  // ".", ".." and the directory's own descriptor
+    while (readdir(d) != NULL) n++;
+    closedir(d);
+  }
+  pthread_mutex_unlock(&g_count_lock);
+  return n;
 }
 
 static long pinned_kb(void) {
