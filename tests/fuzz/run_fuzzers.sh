@@ -26,10 +26,19 @@ declare -A corpus_of=([region_reader]=region [trace_reader]=trace [sampler_api]=
                       [perfmon_reader]=perfmon)
 
 mkdir -p "$build/cfg"
-# The configuration header meson would generate (sampling compiled in, no libunwind).
-cat >"$build/cfg/zxs_config.h" <<'EOF'
+# The configuration header meson would generate (sampling compiled in, no libunwind, no libdw),
+# with the project's version from meson.build.
+version=$(sed -n "s/^  version: '\([0-9]*\.[0-9]*\.[0-9]*\)',$/\1/p" "$repo/meson.build" | head -1)
+[[ -n $version ]] || { echo "run_fuzzers: no version in meson.build" >&2; exit 1; }
+IFS=. read -r major minor patch <<<"$version"
+cat >"$build/cfg/zxs_config.h" <<EOF
 #define ZXS_SAMPLER_ENABLED 1
 #define ZXS_HAVE_LIBUNWIND 0
+#define ZXS_HAVE_LIBDW 0
+#define ZXS_VERSION "$version"
+#define ZXS_PROJECT_VERSION_MAJOR $major
+#define ZXS_PROJECT_VERSION_MINOR $minor
+#define ZXS_PROJECT_VERSION_PATCH $patch
 EOF
 
 common=(-std=c11 -g -O1 -fno-omit-frame-pointer -I"$repo/include" -I"$repo/src/core"
