@@ -144,9 +144,10 @@ typedef struct msession {
 
 typedef struct mregion {
   uint8_t* image;  // what the region must hold
-  size_t size;
+  size_t size;     // page-rounded
+  size_t limit;    // the config's buffer_size: records end at or before it (the kernel's limit)
   size_t used;
-  bool full;
+  bool full;  // a record did not fit: no writes on this CPU until the next start
   uint64_t written;
   uint64_t dropped_full;
   uint64_t records;
@@ -397,8 +398,8 @@ static void model_sample(int t, const zxs_regs_t* regs) {
   const size_t n =
       ref_walk(regs, g_m.threads[t].stack_lo, g_m.threads[t].stack_hi, pcs, &truncated);
   const size_t bytes = ZXS_FXT_SAMPLE_WORDS(n) * 8;
-  if (r->full || bytes > r->size - r->used) {
-    r->full = true;  // writes on this CPU stop for good
+  if (r->full || bytes > r->limit - r->used) {
+    r->full = true;  // writes on this CPU stop until the next start
     r->dropped_full++;
     return;
   }
@@ -521,7 +522,7 @@ static void op_create(stream_t* s) {
     CHECK(g_m.n_regions < MAX_REGIONS);
     const int ri = g_m.n_regions++;
     mregion_t* r = &g_m.regions[ri];
-    *r = (mregion_t){.size = rounded};
+    *r = (mregion_t){.size = rounded, .limit = c.buffer_size};
     r->image = calloc(1, rounded);
     CHECK(r->image != NULL);
     ss->regions[i] = ri;
@@ -603,6 +604,9 @@ static void op_start(stream_t* s) {
       want = ZX_OK;
       reap(session);
       ss->running = true;
+      // Every CPU is re-enabled, as the kernel's start does: a region that filled takes records
+      // again where its data ends, if they fit.
+      for (uint32_t i = 0; i < ss->region_count; i++) g_m.regions[ss->regions[i]].full = false;
       int order[T_COUNT];
       const int n = threads_in_slot_order(session, order);
       // A thread whose source cannot be armed stays attached, unarmed.

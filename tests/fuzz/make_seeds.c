@@ -455,7 +455,7 @@ static void api_seeds(void) {
   start(&p, IOB);
   chain(&p, 0, 63);
   for (int i = 0; i < 9; i++) fire(&p, 0, 0x401000, 0);
-  fire(&p, 0, 0x401000, 8 * 120);  // small, still dropped: writes stopped for good
+  fire(&p, 0, 0x401000, 8 * 120);  // small, still dropped: writes stopped until the next start
   stats(&p, IOB);
   stop(&p, IOB);
   map(&p, IOB, 0);
@@ -670,6 +670,28 @@ static void api_seeds(void) {
   check_mapping(&p, 0);
   b8(&p, FUZZ_OP_SELF_BYTE);
   save(&p, "restart-continues");
+
+  // Writes stop at buffer_size (120), not at the region's page-rounded end, and a restart takes
+  // records again where the data ends: 56 bytes, then a 72-byte record does not fit (full), then
+  // a 56-byte one that would fit is dropped all the same; after stop + start it is written.
+  start_prog(&p, 0);
+  create(&p, 120);
+  attach(&p, IOB, H_SELF);
+  start(&p, IOB);
+  chain(&p, 16, 2);
+  fire(&p, 0, 0x401000, 0);       // the PC only: 56 bytes
+  fire(&p, 0, 0x401100, 8 * 16);  // three PCs: 72 bytes, past 120
+  fire(&p, 0, 0x401200, 0);       // dropped: the CPU is full
+  stats(&p, IOB);
+  stop(&p, IOB);
+  start(&p, IOB);
+  fire(&p, 0, 0x401300, 0);  // written at 56
+  fire(&p, 0, 0x401400, 0);  // past 120 again
+  stats(&p, IOB);
+  stop(&p, IOB);
+  map(&p, IOB, 0);
+  check_mapping(&p, 0);
+  save(&p, "restart-reopens-full-region");
 }
 
 // --- perfmon buffer seeds ------------------------------------------------------------------------
