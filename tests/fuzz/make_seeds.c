@@ -692,6 +692,33 @@ static void api_seeds(void) {
   map(&p, IOB, 0);
   check_mapping(&p, 0);
   save(&p, "restart-reopens-full-region");
+
+  // ZX_INFO_TASK_RUNTIME (topic byte 5) and _V1 (11) on threads and the process: an exited thread
+  // answers only if a query measured it while it lived; the process sums the measured ones.
+  const uint8_t OTHER = H_FIRST_NEW;
+  start_prog(&p, 0);
+  simple(&p, FUZZ_OP_THREAD_GET, 0);  // handle 4: the other thread
+  op(&p, FUZZ_OP_OTHER_THREAD);       // exits before any query
+  b8(&p, 0);
+  b8(&p, 0);
+  get_info(&p, OTHER, 5, 0, 0);      // BAD_STATE
+  get_info(&p, H_PROCESS, 5, 0, 0);  // this thread's runtime only
+  op(&p, FUZZ_OP_OTHER_THREAD);      // alive again
+  b8(&p, 1);
+  b8(&p, 0);
+  get_info(&p, OTHER, 5, 2, 0);  // BUFFER_TOO_SMALL, measured all the same
+  op(&p, FUZZ_OP_OTHER_THREAD);  // exits, measured
+  b8(&p, 0);
+  b8(&p, 0);
+  get_info(&p, OTHER, 5, 0, 0);
+  get_info(&p, OTHER, 11, 0, 0);
+  get_info(&p, H_PROCESS, 5, 0, 0);   // both threads
+  get_info(&p, H_PROCESS, 11, 0, 0);  // V1
+  get_info(&p, H_SELF, 5, 0, 0x0f);   // buffer NULL, size > 0
+  get_info(&p, H_VMAR, 5, 0, 0);      // WRONG_TYPE
+  dup(&p, H_SELF, 1, ~(uint32_t)ZX_RIGHT_INSPECT);
+  get_info(&p, OTHER + 1, 5, 0, 0);  // ACCESS_DENIED
+  save(&p, "task-runtime");
 }
 
 // --- perfmon buffer seeds ------------------------------------------------------------------------
