@@ -34,7 +34,8 @@ enum fuzz_api_op {
   // 4 bytes bits, byte (>= 0xf0: out NULL)
   FUZZ_OP_DUPLICATE = 4,
   FUZZ_OP_CLOSE = 5,  // handle
-  // handle, topic byte (% 5: BASIC, IOB, IOB_REGIONS, the byte itself, the raw 2 bytes),
+  // handle, topic byte t (% 6: BASIC, IOB, IOB_REGIONS, the byte itself, the raw 2 bytes,
+  // TASK_RUNTIME or, when t / 6 is odd, TASK_RUNTIME_V1),
   // size byte (% 6: 0-1 exact, record - 1, 0, records * (b % 10) (+7 if b & 0x40), raw % 4096),
   // 2 bytes raw, flags (low nibble 0xf: buffer NULL; 0x10 actual NULL; 0x20 avail NULL)
   FUZZ_OP_GET_INFO = 6,

@@ -144,9 +144,10 @@ typedef struct msession {
 
 typedef struct mregion {
   uint8_t* image;  // what the region must hold
-  size_t size;
+  size_t size;     // page-rounded
+  size_t limit;    // the config's buffer_size: records end at or before it (the kernel's limit)
   size_t used;
-  bool full;
+  bool full;  // a record did not fit: no writes on this CPU until the next start
   uint64_t written;
   uint64_t dropped_full;
   uint64_t records;
@@ -172,6 +173,8 @@ typedef struct mthread {
   bool armed;
   uintptr_t stack_lo;
   uintptr_t stack_hi;
+  zx_info_task_runtime_t runtime;  // what the fake reports for it (fake_set_runtime)
+  bool runtime_measured;           // a runtime query began measuring it while it lived
 } mthread_t;
 
 typedef struct late_signal {
@@ -397,8 +400,8 @@ static void model_sample(int t, const zxs_regs_t* regs) {
   const size_t n =
       ref_walk(regs, g_m.threads[t].stack_lo, g_m.threads[t].stack_hi, pcs, &truncated);
   const size_t bytes = ZXS_FXT_SAMPLE_WORDS(n) * 8;
-  if (r->full || bytes > r->size - r->used) {
-    r->full = true;  // writes on this CPU stop for good
+  if (r->full || bytes > r->limit - r->used) {
+    r->full = true;  // writes on this CPU stop until the next start
     r->dropped_full++;
     return;
   }
@@ -521,7 +524,7 @@ static void op_create(stream_t* s) {
     CHECK(g_m.n_regions < MAX_REGIONS);
     const int ri = g_m.n_regions++;
     mregion_t* r = &g_m.regions[ri];
-    *r = (mregion_t){.size = rounded};
+    *r = (mregion_t){.size = rounded, .limit = c.buffer_size};
     r->image = calloc(1, rounded);
     CHECK(r->image != NULL);
     ss->regions[i] = ri;
@@ -603,6 +606,9 @@ static void op_start(stream_t* s) {
       want = ZX_OK;
       reap(session);
       ss->running = true;
+      // Every CPU is re-enabled, as the kernel's start does: a region that filled takes records
+      // again where its data ends, if they fit.
+      for (uint32_t i = 0; i < ss->region_count; i++) g_m.regions[ss->regions[i]].full = false;
       int order[T_COUNT];
       const int n = threads_in_slot_order(session, order);
       // A thread whose source cannot be armed stays attached, unarmed.
@@ -703,6 +709,32 @@ static void op_duplicate(stream_t* s) {
   CHECK(g_m.handles[g_m.n_handles - 1].rights == new_rights);
 }
 
+// ZX_INFO_TASK_RUNTIME on `o` as the fake answers it: a thread's first query while it lives
+// begins measuring it, and only a measured thread answers once it has exited; the process sums
+// its threads, those that exited after being measured included, and begins measuring the live
+// ones.
+static zx_status_t model_runtime(const mobj_t* o, zx_info_task_runtime_t* out) {
+  memset(out, 0, sizeof(*out));
+  if (o->kind == OBJ_THREAD) {
+    mthread_t* th = &g_m.threads[o->thread];
+    if (th->alive) th->runtime_measured = true;
+    if (!th->runtime_measured) return ZX_ERR_BAD_STATE;
+    *out = th->runtime;
+    return ZX_OK;
+  }
+  if (o->kind != OBJ_PROCESS) return ZX_ERR_WRONG_TYPE;
+  for (int t = 0; t < T_COUNT; t++) {
+    mthread_t* th = &g_m.threads[t];
+    if (th->alive) th->runtime_measured = true;
+    if (!th->runtime_measured) continue;
+    out->cpu_time += th->runtime.cpu_time;
+    out->queue_time += th->runtime.queue_time;
+    out->page_fault_time += th->runtime.page_fault_time;
+    out->lock_contention_time += th->runtime.lock_contention_time;
+  }
+  return ZX_OK;
+}
+
 static void op_get_info(stream_t* s) {
   const zx_handle_t value = take_handle(s);
   const uint8_t topic_sel = take_u8(s);
@@ -710,7 +742,7 @@ static void op_get_info(stream_t* s) {
   const uint16_t raw_size = take_u16(s);
   const uint8_t flags = take_u8(s);
   zx_object_info_topic_t topic;
-  switch (topic_sel % 5) {
+  switch (topic_sel % 6) {
     case 0:
       topic = ZX_INFO_HANDLE_BASIC;
       break;
@@ -723,13 +755,19 @@ static void op_get_info(stream_t* s) {
     case 3:
       topic = topic_sel;  // mostly unknown topics
       break;
-    default:
+    case 4:
       topic = raw_size;
       break;
+    default:
+      topic = (topic_sel / 6) & 1 ? ZX_INFO_TASK_RUNTIME_V1 : ZX_INFO_TASK_RUNTIME;
+      break;
   }
-  const size_t rec_size = topic == ZX_INFO_HANDLE_BASIC ? sizeof(zx_info_handle_basic_t)
-                          : topic == ZX_INFO_IOB        ? sizeof(zx_info_iob_t)
-                                                        : sizeof(zx_iob_region_info_t);
+  const bool runtime_topic = topic == ZX_INFO_TASK_RUNTIME || topic == ZX_INFO_TASK_RUNTIME_V1;
+  const size_t rec_size = topic == ZX_INFO_HANDLE_BASIC      ? sizeof(zx_info_handle_basic_t)
+                          : topic == ZX_INFO_IOB             ? sizeof(zx_info_iob_t)
+                          : topic == ZX_INFO_TASK_RUNTIME    ? sizeof(zx_info_task_runtime_t)
+                          : topic == ZX_INFO_TASK_RUNTIME_V1 ? sizeof(zx_info_task_runtime_v1_t)
+                                                             : sizeof(zx_iob_region_info_t);
   size_t size;
   switch (size_sel % 6) {
     case 0:
@@ -761,6 +799,8 @@ static void op_get_info(stream_t* s) {
 
   mhandle_t* h = NULL;
   zx_status_t want;
+  zx_info_task_runtime_t runtime;  // the runtime topics' answer (the V1 record is its start)
+  memset(&runtime, 0, sizeof(runtime));
   size_t want_actual = SIZE_MAX;
   size_t want_avail = SIZE_MAX;
   size_t written = 0;  // bytes the call may write
@@ -792,6 +832,18 @@ static void op_get_info(stream_t* s) {
       want_avail = count;
       written = want_actual * rec_size;
     }
+  } else if (runtime_topic) {
+    // The right before the type, as Fuchsia's kernel checks this topic.
+    want = expect_handle(value, ZX_OBJ_TYPE_NONE, ZX_RIGHT_INSPECT, &h);
+    if (want == ZX_OK) want = model_runtime(&g_m.objs[h->obj], &runtime);
+    if (want == ZX_OK) {
+      want = size < rec_size ? ZX_ERR_BUFFER_TOO_SMALL : ZX_OK;
+      want_avail = 1;
+      if (want == ZX_OK) {
+        want_actual = 1;
+        written = rec_size;
+      }
+    }
   } else {
     want = ZX_ERR_NOT_SUPPORTED;
   }
@@ -801,7 +853,7 @@ static void op_get_info(stream_t* s) {
       value, topic, buffer, size, actual_null ? NULL : &actual, avail_null ? NULL : &avail);
   EXPECT_AMONG("zxs_object_get_info", got, ZX_OK, ZX_ERR_BAD_HANDLE, ZX_ERR_WRONG_TYPE,
                ZX_ERR_ACCESS_DENIED, ZX_ERR_NOT_SUPPORTED, ZX_ERR_BUFFER_TOO_SMALL,
-               ZX_ERR_INVALID_ARGS);
+               ZX_ERR_INVALID_ARGS, ZX_ERR_BAD_STATE);
   EXPECT_STATUS("zxs_object_get_info", got, want);
   if (got == ZX_OK) {
     if (!actual_null) CHECK(actual == want_actual);
@@ -823,6 +875,8 @@ static void op_get_info(stream_t* s) {
     memcpy(&info, buffer, sizeof(info));
     CHECK(info.region_count == g_m.sessions[g_m.objs[h->obj].session].region_count);
     CHECK(info.options == 0);
+  } else if (got == ZX_OK && runtime_topic) {
+    CHECK(memcmp(buffer, &runtime, rec_size) == 0);
   } else if (got == ZX_OK) {
     const msession_t* ss = &g_m.sessions[g_m.objs[h->obj].session];
     for (size_t i = 0; i < want_actual; i++) {
@@ -1191,6 +1245,13 @@ static void begin_input(stream_t* s) {
   fake_register_thread(pthread_self(), OTHER_KOID, true);
   g_m.threads[T_OTHER] = (mthread_t){.koid = OTHER_KOID, .alive = true, .session = -1};
   setup_self(s);
+  // Distinct runtimes, so a thread's answer and the process's sum tell which were counted.
+  g_m.threads[T_SELF].runtime = (zx_info_task_runtime_t){1000, 2000, 3000, 4000};
+  g_m.threads[T_OTHER].runtime = (zx_info_task_runtime_t){10, 20, 30, 40};
+  for (int t = 0; t < T_COUNT; t++) {
+    fake_set_runtime(g_m.threads[t].koid, &g_m.threads[t].runtime,
+                     ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME);
+  }
   CHECK(atomic_load(&zxs_core_slot(0)->state) == ZXS_SLOT_FREE);
   CHECK(atomic_load(&zxs_core_slot(1)->state) == ZXS_SLOT_FREE);
   // The constant handles, pinned (close leaves them alone).

@@ -455,7 +455,7 @@ static void api_seeds(void) {
   start(&p, IOB);
   chain(&p, 0, 63);
   for (int i = 0; i < 9; i++) fire(&p, 0, 0x401000, 0);
-  fire(&p, 0, 0x401000, 8 * 120);  // small, still dropped: writes stopped for good
+  fire(&p, 0, 0x401000, 8 * 120);  // small, still dropped: writes stopped until the next start
   stats(&p, IOB);
   stop(&p, IOB);
   map(&p, IOB, 0);
@@ -670,6 +670,55 @@ static void api_seeds(void) {
   check_mapping(&p, 0);
   b8(&p, FUZZ_OP_SELF_BYTE);
   save(&p, "restart-continues");
+
+  // Writes stop at buffer_size (120), not at the region's page-rounded end, and a restart takes
+  // records again where the data ends: 56 bytes, then a 72-byte record does not fit (full), then
+  // a 56-byte one that would fit is dropped all the same; after stop + start it is written.
+  start_prog(&p, 0);
+  create(&p, 120);
+  attach(&p, IOB, H_SELF);
+  start(&p, IOB);
+  chain(&p, 16, 2);
+  fire(&p, 0, 0x401000, 0);       // the PC only: 56 bytes
+  fire(&p, 0, 0x401100, 8 * 16);  // three PCs: 72 bytes, past 120
+  fire(&p, 0, 0x401200, 0);       // dropped: the CPU is full
+  stats(&p, IOB);
+  stop(&p, IOB);
+  start(&p, IOB);
+  fire(&p, 0, 0x401300, 0);  // written at 56
+  fire(&p, 0, 0x401400, 0);  // past 120 again
+  stats(&p, IOB);
+  stop(&p, IOB);
+  map(&p, IOB, 0);
+  check_mapping(&p, 0);
+  save(&p, "restart-reopens-full-region");
+
+  // ZX_INFO_TASK_RUNTIME (topic byte 5) and _V1 (11) on threads and the process: an exited thread
+  // answers only if a query measured it while it lived; the process sums the measured ones.
+  const uint8_t OTHER = H_FIRST_NEW;
+  start_prog(&p, 0);
+  simple(&p, FUZZ_OP_THREAD_GET, 0);  // handle 4: the other thread
+  op(&p, FUZZ_OP_OTHER_THREAD);       // exits before any query
+  b8(&p, 0);
+  b8(&p, 0);
+  get_info(&p, OTHER, 5, 0, 0);      // BAD_STATE
+  get_info(&p, H_PROCESS, 5, 0, 0);  // this thread's runtime only
+  op(&p, FUZZ_OP_OTHER_THREAD);      // alive again
+  b8(&p, 1);
+  b8(&p, 0);
+  get_info(&p, OTHER, 5, 2, 0);  // BUFFER_TOO_SMALL, measured all the same
+  op(&p, FUZZ_OP_OTHER_THREAD);  // exits, measured
+  b8(&p, 0);
+  b8(&p, 0);
+  get_info(&p, OTHER, 5, 0, 0);
+  get_info(&p, OTHER, 11, 0, 0);
+  get_info(&p, H_PROCESS, 5, 0, 0);   // both threads
+  get_info(&p, H_PROCESS, 11, 0, 0);  // V1
+  get_info(&p, H_SELF, 5, 0, 0x0f);   // buffer NULL, size > 0
+  get_info(&p, H_VMAR, 5, 0, 0);      // WRONG_TYPE
+  dup(&p, H_SELF, 1, ~(uint32_t)ZX_RIGHT_INSPECT);
+  get_info(&p, OTHER + 1, 5, 0, 0);  // ACCESS_DENIED
+  save(&p, "task-runtime");
 }
 
 // --- perfmon buffer seeds ------------------------------------------------------------------------
