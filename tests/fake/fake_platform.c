@@ -386,8 +386,9 @@ zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
   pthread_mutex_lock(&g_lock);
   for (uint32_t i = 0; i < FAKE_MAX_THREADS; i++) {
     fake_thread_t* t = &g_threads[i];
-    if (t->koid == 0 || !t->has_runtime || !(t->alive || t->measured)) continue;
-    if (t->alive) t->measured = true;
+    if (t->koid == 0 || !(t->alive || t->measured)) continue;
+    if (t->alive) t->measured = true;  // the query measures every live thread from now on
+    if (!t->has_runtime) continue;     // nothing to add
     out->info.cpu_time += t->runtime.cpu_time;
     out->info.queue_time += t->runtime.queue_time;
     out->info.page_fault_time += t->runtime.page_fault_time;

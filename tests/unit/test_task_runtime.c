@@ -191,6 +191,15 @@ static void process_sums_threads_exited_included(void** state) {
   assert_int_equal(zxs_task_runtime_fields(zxs_process_self(), &fields), ZX_OK);
   assert_int_equal(fields, ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME |
                                ZXS_TASK_RUNTIME_PAGE_FAULT_TIME);
+  // The query began measuring every live thread, those the host had no runtime for too: one
+  // that exits afterwards still answers (as a thread measured by its own handle does).
+  fake_register_thread((pthread_t)0x3, 9003, true);
+  assert_int_equal(zxs_object_get_info(zxs_process_self(), ZX_INFO_TASK_RUNTIME, &info,
+                                       sizeof(info), NULL, NULL),
+                   ZX_OK);
+  assert_true(fake_runtime_measured(9003));
+  fake_set_thread_alive(9003, false);
+  assert_int_equal(zxs_task_runtime_of_koid(9003, &info, NULL), ZX_OK);
   // The process handle without INSPECT is denied.
   zx_handle_t blind;
   assert_int_equal(zxs_handle_duplicate(zxs_process_self(), ZX_RIGHT_READ, &blind), ZX_OK);
