@@ -735,6 +735,17 @@ static zx_status_t model_runtime(const mobj_t* o, zx_info_task_runtime_t* out) {
   return ZX_OK;
 }
 
+// A topic with exactly one record: BUFFER_TOO_SMALL when it does not fit (avail 1 still said),
+// else the record, whole.
+static zx_status_t expect_one_record(size_t size, size_t rec_size, size_t* actual, size_t* avail,
+                                     size_t* written) {
+  *avail = 1;
+  if (size < rec_size) return ZX_ERR_BUFFER_TOO_SMALL;
+  *actual = 1;
+  *written = rec_size;
+  return ZX_OK;
+}
+
 static void op_get_info(stream_t* s) {
   const zx_handle_t value = take_handle(s);
   const uint8_t topic_sel = take_u8(s);
@@ -809,22 +820,12 @@ static void op_get_info(stream_t* s) {
   } else if (topic == ZX_INFO_HANDLE_BASIC) {
     want = expect_handle(value, ZX_OBJ_TYPE_NONE, ZX_RIGHT_NONE, &h);
     if (want == ZX_OK) {
-      want = size < rec_size ? ZX_ERR_BUFFER_TOO_SMALL : ZX_OK;
-      want_avail = 1;
-      if (want == ZX_OK) {
-        want_actual = 1;
-        written = rec_size;
-      }
+      want = expect_one_record(size, rec_size, &want_actual, &want_avail, &written);
     }
   } else if (topic == ZX_INFO_IOB || topic == ZX_INFO_IOB_REGIONS) {
     want = expect_handle(value, ZX_OBJ_TYPE_IOB, ZX_RIGHT_INSPECT, &h);
     if (want == ZX_OK && topic == ZX_INFO_IOB) {
-      want = size < rec_size ? ZX_ERR_BUFFER_TOO_SMALL : ZX_OK;
-      want_avail = 1;
-      if (want == ZX_OK) {
-        want_actual = 1;
-        written = rec_size;
-      }
+      want = expect_one_record(size, rec_size, &want_actual, &want_avail, &written);
     } else if (want == ZX_OK) {
       const uint32_t count = g_m.sessions[g_m.objs[h->obj].session].region_count;
       const size_t fit = size / rec_size;
@@ -837,12 +838,7 @@ static void op_get_info(stream_t* s) {
     want = expect_handle(value, ZX_OBJ_TYPE_NONE, ZX_RIGHT_INSPECT, &h);
     if (want == ZX_OK) want = model_runtime(&g_m.objs[h->obj], &runtime);
     if (want == ZX_OK) {
-      want = size < rec_size ? ZX_ERR_BUFFER_TOO_SMALL : ZX_OK;
-      want_avail = 1;
-      if (want == ZX_OK) {
-        want_actual = 1;
-        written = rec_size;
-      }
+      want = expect_one_record(size, rec_size, &want_actual, &want_avail, &written);
     }
   } else {
     want = ZX_ERR_NOT_SUPPORTED;
