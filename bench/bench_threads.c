@@ -2,7 +2,8 @@
 //
 //   bench_threads [-n THREADS] [-c CPU_MS] [-w WAVE] [-p PERIOD_US]
 //
-// Two runs per source (perf-ring, perf, cputimer; or the one ZXSAMPLER_SOURCE names), each
+// Two runs per source (perf-ring, perf, cputimer; or the one ZXSAMPLER_SOURCE names, which may
+// be "auto": the library's own choice with its fallbacks, e.g. under a lowered `ulimit -Hn`), each
 // with THREADS threads (default 1024) that attach themselves to a running session, spin CPU_MS
 // of their own CPU time (default 20) and exit:
 //   all at once   every thread attaches, waits until all have, spins, waits until all have
@@ -202,12 +203,16 @@ int main(int argc, char** argv) {
       "| attach failed | start | stop | most fds | most VmPin (KiB) |\n"
       "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const char* configured = getenv("ZXSAMPLER_SOURCE");
-  const char* sources[] = {"perf-ring", "perf", "cputimer"};
+  const bool chosen = configured != NULL && *configured != '\0';
+  const char* sources[] = {"perf-ring", "perf", "cputimer", "auto"};
   for (size_t s = 0; s < sizeof(sources) / sizeof(sources[0]); s++) {
-    if (configured != NULL && *configured != '\0' && strcmp(configured, sources[s]) != 0) {
-      continue;
+    const bool automatic = strcmp(sources[s], "auto") == 0;  // only when asked for
+    if (chosen ? strcmp(configured, sources[s]) != 0 : automatic) continue;
+    if (automatic) {
+      unsetenv("ZXSAMPLER_SOURCE");  // the library's own choice, fallbacks included
+    } else {
+      setenv("ZXSAMPLER_SOURCE", sources[s], 1);
     }
-    setenv("ZXSAMPLER_SOURCE", sources[s], 1);
     one_run(sources[s], true);
     one_run(sources[s], false);
   }
