@@ -199,7 +199,8 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
 #ifdef __APPLE__
             " (System Integrity Protection strips " PRELOAD_VARIABLE " from protected binaries)"
 #else
-            ""
+            "; programs it starts are not sampled in process (a shell script can `exec` the "
+            "program; `record` without --in-process follows children)"
 #endif
     );
   } else {
