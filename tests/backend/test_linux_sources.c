@@ -1160,6 +1160,11 @@ static void test_descriptor_budget(void** state) {
       by_kind[ZXS_SOURCE_CPU_CLOCK_TIMER], held, fell_back, nspare, kLimit);
   assert_true(by_kind[ZXS_SOURCE_PERF_RING] > 0);
   assert_true(held <= kLimit / 2);
+  // perf-ring stops at half of the budget; the signal source takes the threads after it.
+  assert_true((uint32_t)by_kind[ZXS_SOURCE_PERF_RING] * per_thread <= kLimit / 4);
+  if (zxs_linux_perf_available() && per_thread * kThreads > kLimit / 4) {
+    assert_true(by_kind[ZXS_SOURCE_PERF_TASK_CLOCK] > 0);
+  }
   if (per_thread * kThreads > kLimit / 2) {
     assert_true(fell_back > 0);
     assert_int_equal(fell_back, kThreads - by_kind[ZXS_SOURCE_PERF_RING]);
