@@ -25,7 +25,11 @@
 #                 alone), signal (+ a real-time signal to an empty handler), oneshot (+ the
 #                 REFRESH re-arm libzxsampler does per sample), threadcpu (count, with one
 #                 event per CPU per thread, as perf-ring and perf record arm a thread), percpu (a
-#                 cpu-clock event per CPU for every task: needs root); floor-none runs it unarmed
+#                 cpu-clock event per CPU for every task: needs root), record (count, and the
+#                 kernel writes a sample of tid, time and CPU that nobody reads), stack (record
+#                 with perf-ring's registers and a 2 KiB stack copy: perf-ring's kernel side),
+#                 callchain (record with the kernel's user call chain: `perf record -g`'s kernel
+#                 side); floor-none runs it unarmed
 #   zxs-record-*  zxsampler record --user-only --period 1000 (1000 samples/s per thread) or
 #                 --period 250 (4000/s): out of process, per-CPU rings drained by zxsampler
 #   zxs-*         the library in process (libzxsampler-preload.so preloaded by hand, as
@@ -85,6 +89,12 @@ CONFIGS=(
   "floor-threadcpu-4000|floor:threadcpu:250|4000"
   "floor-percpu-1000|floor:percpu:1000|1000"
   "floor-percpu-4000|floor:percpu:250|4000"
+  "floor-record-1000|floor:record:1000|1000"
+  "floor-record-4000|floor:record:250|4000"
+  "floor-stack-1000|floor:stack:1000|1000"
+  "floor-stack-4000|floor:stack:250|4000"
+  "floor-callchain-1000|floor:callchain:1000|1000"
+  "floor-callchain-4000|floor:callchain:250|4000"
   "zxs-record-1000|record:1000|1000"
   "zxs-record-4000|record:250|4000"
   "zxs-ring-1000|zxs:perf-ring:1000|1000"

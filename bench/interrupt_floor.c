@@ -27,14 +27,24 @@
 //   timer     a POSIX timer on the thread's CPU-time clock (SIGEV_THREAD_ID) with an empty
 //             handler: the floor of the library's cputimer source (the scheduler tick that
 //             checks it runs whether or not a timer is armed).
+//   record    count, and on each overflow the kernel writes a sample of tid, time and CPU into
+//             a ring mapped for the event: what any profiler's record costs the thread, above
+//             the interrupt. Nobody reads the records: a thread of this program only hands the
+//             space back (data_tail = data_head) every 10 ms, so no collector's CPU counts.
+//   stack     record with the sample perf-ring asks for: user registers (fp, sp, pc) and -s
+//             BYTES of stack (default 2048, what perf-ring's adaptive copy settles at for these
+//             threads): the kernel's side of perf-ring without its collector.
+//   callchain record with the kernel's user call chain (PERF_SAMPLE_IP | TID | TIME | PERIOD |
+//             CALLCHAIN, as `perf record -g` asks): the kernel's side of `perf record -g`.
 //
 //   interrupt_floor [-m MODE] [-p PERIOD_US] [-t THREADS] [-u UNITS] [-d DEPTH] [-n ITERS]
-//                   [-r K] [-G]
+//                   [-r K] [-G] [-s BYTES]
 //
 // Output, one line: interrupt_floor: mode=... period_us=... threads=... cpu_s=... wall_s=...
-// events=... expected=... (events: signals handled; in count mode, periods elapsed as read from
-// the counter, an upper bound on interrupts taken). Defaults: 3 threads, 10000 units of depth 12
-// (peer_workload defaults to 8000 units; compare_peers.sh passes the same -t/-u to both).
+// events=... expected=... ring_bytes=... (events: signals handled; in count mode and the modes
+// that write samples, periods elapsed as read from the counter, an upper bound on interrupts
+// taken; ring_bytes: what the kernel wrote into the rings). Defaults: 3 threads, 10000 units of
+// depth 12 (peer_workload defaults to 8000 units; compare_peers.sh passes the same -t/-u to both).
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // before any system header: bench_work.h needs it too
 #endif
@@ -49,10 +59,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_work.h"
+#include "perf_regs.h"
 
 typedef enum {
   MODE_NONE,
@@ -61,7 +74,10 @@ typedef enum {
   MODE_ONESHOT,
   MODE_TIMER,
   MODE_THREADCPU,
-  MODE_PERCPU
+  MODE_PERCPU,
+  MODE_RECORD,
+  MODE_STACK,
+  MODE_CALLCHAIN
 } mode_t_;
 
 static mode_t_ g_mode = MODE_NONE;
@@ -70,7 +86,17 @@ static int g_signal;
 static int g_refresh = 1;     // oneshot: overflows allowed per PERF_EVENT_IOC_REFRESH
 static bool g_gettid = true;  // oneshot: the library's gettid() check in the handler
 static _Atomic uint64_t g_events;
-static int g_cpus = 1;  // threadcpu and percpu: CPUs configured (at most 64)
+static int g_cpus = 1;                // threadcpu and percpu: CPUs configured (at most 64)
+static unsigned g_stack_copy = 2048;  // stack: bytes of stack per sample
+
+// record, stack, callchain: each thread's ring, handed back by drain_rings().
+#define RING_DATA_PAGES 128u  // 512 KiB: 10 ms of 2 KiB samples at 4000/s is 80 KiB
+static struct perf_event_mmap_page* _Atomic g_rings[64];
+static atomic_bool g_draining = true;
+
+static bool writes_samples(void) {
+  return g_mode == MODE_RECORD || g_mode == MODE_STACK || g_mode == MODE_CALLCHAIN;
+}
 
 typedef struct {
   uint64_t units;
@@ -111,6 +137,21 @@ static int open_event(pid_t tid, int cpu) {
   attr.disabled = 1;
   attr.exclude_kernel = 1;
   attr.exclude_hv = 1;
+  if (g_mode == MODE_RECORD || g_mode == MODE_STACK) {
+    attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC;
+  }
+  if (g_mode == MODE_STACK) {
+    attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    attr.sample_regs_user = ZXS_PERF_REGS_MASK;
+    attr.sample_stack_user = g_stack_copy;
+  }
+  if (g_mode == MODE_CALLCHAIN) {
+    attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
+                       PERF_SAMPLE_CALLCHAIN;
+    attr.exclude_callchain_kernel = 1;
+  }
   int fd = (int)syscall(SYS_perf_event_open, &attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) {
     return -1;
@@ -124,6 +165,19 @@ static int open_event(pid_t tid, int cpu) {
       return -1;
     }
   }
+  if (writes_samples()) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void* ring =
+        mmap(NULL, (1 + RING_DATA_PAGES) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ring == MAP_FAILED) {
+      close(fd);
+      return -1;
+    }
+    for (int i = 0; i < 64; i++) {
+      struct perf_event_mmap_page* empty = NULL;
+      if (atomic_compare_exchange_strong(&g_rings[i], &empty, ring)) break;
+    }
+  }
   int rc = g_mode == MODE_ONESHOT ? ioctl(fd, PERF_EVENT_IOC_REFRESH, g_refresh)
                                   : ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
   if (rc != 0) {
@@ -131,6 +185,22 @@ static int open_event(pid_t tid, int cpu) {
     return -1;
   }
   return fd;
+}
+
+// record, stack, callchain: hands every ring's space back to the kernel every 10 ms, unread.
+static void* drain_rings(void* arg) {
+  (void)arg;
+  const struct timespec tick = {.tv_nsec = 10 * 1000 * 1000};
+  while (atomic_load(&g_draining)) {
+    nanosleep(&tick, NULL);
+    for (int i = 0; i < 64; i++) {
+      struct perf_event_mmap_page* ring = atomic_load(&g_rings[i]);
+      if (ring == NULL) continue;
+      __atomic_store_n(&ring->data_tail, __atomic_load_n(&ring->data_head, __ATOMIC_ACQUIRE),
+                       __ATOMIC_RELEASE);
+    }
+  }
+  return NULL;
 }
 
 static void* run(void* arg) {
@@ -141,7 +211,7 @@ static void* run(void* arg) {
   int cpu_fd_count = 0;
   timer_t timer;
   bool have_timer = false;
-  if (g_mode == MODE_COUNT || g_mode == MODE_SIGNAL || g_mode == MODE_ONESHOT) {
+  if (g_mode == MODE_COUNT || g_mode == MODE_SIGNAL || g_mode == MODE_ONESHOT || writes_samples()) {
     fd = open_event(tid, -1);
     if (fd < 0) {
       job->failed = errno != 0 ? errno : 1;
@@ -195,15 +265,15 @@ static void* run(void* arg) {
   return NULL;
 }
 
-static const char* const kModes[] = {"none",  "count",     "signal", "oneshot",
-                                     "timer", "threadcpu", "percpu"};
+static const char* const kModes[] = {"none",      "count",  "signal", "oneshot", "timer",
+                                     "threadcpu", "percpu", "record", "stack",   "callchain"};
 #define MODE_COUNT_ (int)(sizeof(kModes) / sizeof(kModes[0]))
 
 int main(int argc, char** argv) {
   int threads = 3, depth = 12;
   long long units = 10000, n = 20000, period_us = 1000;
   int opt;
-  while ((opt = getopt(argc, argv, "m:p:t:u:d:n:r:G")) != -1) {
+  while ((opt = getopt(argc, argv, "m:p:t:u:d:n:r:Gs:")) != -1) {
     switch (opt) {
       case 'm': {
         bool found = false;
@@ -240,16 +310,20 @@ int main(int argc, char** argv) {
       case 'G':
         g_gettid = false;
         break;
+      case 's':
+        g_stack_copy = (unsigned)atoi(optarg) & ~7u;
+        break;
       default:
-        fprintf(stderr,
-                "usage: interrupt_floor [-m none|count|signal|oneshot|timer|threadcpu|percpu] [-p "
-                "PERIOD_US] "
-                "[-t THREADS] [-u UNITS] [-d DEPTH] [-n ITERS] [-r K] [-G]\n");
+        fprintf(
+            stderr,
+            "usage: interrupt_floor [-m none|count|signal|oneshot|timer|threadcpu|percpu|record|"
+            "stack|callchain] [-p PERIOD_US] [-t THREADS] [-u UNITS] [-d DEPTH] [-n ITERS] "
+            "[-r K] [-G] [-s BYTES]\n");
         return 2;
     }
   }
   if (threads < 1 || threads > 64 || units < 1 || depth < 0 || n < 1 || period_us < 10 ||
-      g_refresh < 1 || g_refresh > 64) {
+      g_refresh < 1 || g_refresh > 64 || g_stack_copy < 8 || g_stack_copy > 65000) {
     fprintf(stderr, "interrupt_floor: bad arguments\n");
     return 2;
   }
@@ -273,6 +347,10 @@ int main(int argc, char** argv) {
     }
   }
 
+  pthread_t drainer;
+  if (writes_samples() && pthread_create(&drainer, NULL, drain_rings, NULL) != 0) {
+    return 1;
+  }
   const double cpu0 = bench_process_cpu(), wall0 = bench_now(CLOCK_MONOTONIC);
   job_t jobs[64];
   pthread_t tids[64];
@@ -295,14 +373,25 @@ int main(int argc, char** argv) {
     periods += jobs[i].periods;
   }
   const double cpu = bench_process_cpu() - cpu0, wall = bench_now(CLOCK_MONOTONIC) - wall0;
+  if (writes_samples()) {
+    atomic_store(&g_draining, false);
+    pthread_join(drainer, NULL);
+  }
   for (int c = 0; g_mode == MODE_PERCPU && c < g_cpus; c++) close(percpu_fds[c]);
-  const uint64_t events =
-      g_mode == MODE_COUNT || g_mode == MODE_THREADCPU ? periods : atomic_load(&g_events);
+  const uint64_t events = g_mode == MODE_COUNT || g_mode == MODE_THREADCPU || writes_samples()
+                              ? periods
+                              : atomic_load(&g_events);
   const double expected = g_mode == MODE_NONE ? 0 : cpu * 1e9 / (double)g_period_ns;
+  uint64_t ring_bytes = 0;  // what the kernel wrote into the rings: data_head only grows
+  for (int i = 0; i < 64; i++) {
+    struct perf_event_mmap_page* ring = atomic_load(&g_rings[i]);
+    if (ring != NULL) ring_bytes += __atomic_load_n(&ring->data_head, __ATOMIC_ACQUIRE);
+  }
   printf(
       "interrupt_floor: mode=%s period_us=%lld threads=%d refresh=%d gettid=%d cpu_s=%.4f "
-      "wall_s=%.4f events=%llu expected=%.0f maxrss_kb=%ld checksum=%016llx\n",
+      "wall_s=%.4f events=%llu expected=%.0f ring_bytes=%llu maxrss_kb=%ld checksum=%016llx\n",
       kModes[g_mode], period_us, threads, g_refresh, g_gettid ? 1 : 0, cpu, wall,
-      (unsigned long long)events, expected, bench_max_rss_kb(), (unsigned long long)checksum);
+      (unsigned long long)events, expected, (unsigned long long)ring_bytes, bench_max_rss_kb(),
+      (unsigned long long)checksum);
   return 0;
 }
