@@ -30,7 +30,7 @@
 //   record    count, and on each overflow the kernel writes a sample of tid, time and CPU into
 //             a ring mapped for the event: what any profiler's record costs the thread, above
 //             the interrupt. Nobody reads the records: a thread of this program only hands the
-//             space back (data_tail = data_head) every 10 ms, so no collector's CPU counts.
+//             space back (data_tail = data_head) every 50 ms, so no collector's CPU counts.
 //   stack     record with the sample perf-ring asks for: user registers (fp, sp, pc) and -s
 //             BYTES of stack (default 2048, what perf-ring's adaptive copy settles at for these
 //             threads): the kernel's side of perf-ring without its collector.
@@ -90,7 +90,9 @@ static int g_cpus = 1;                // threadcpu and percpu: CPUs configured (
 static unsigned g_stack_copy = 2048;  // stack: bytes of stack per sample
 
 // record, stack, callchain: each thread's ring, handed back by drain_rings().
-#define RING_DATA_PAGES 128u  // 512 KiB: 10 ms of 2 KiB samples at 4000/s is 80 KiB
+// 2 MiB, halved while the locked-memory limit refuses: 50 ms of 2 KiB samples at 4000/s is
+// 400 KiB (a full ring loses samples: ring_bytes would say so).
+#define RING_DATA_PAGES 512u
 static struct perf_event_mmap_page* _Atomic g_rings[64];
 static atomic_bool g_draining = true;
 
@@ -167,8 +169,10 @@ static int open_event(pid_t tid, int cpu) {
   }
   if (writes_samples()) {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    void* ring =
-        mmap(NULL, (1 + RING_DATA_PAGES) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* ring = MAP_FAILED;
+    for (size_t pages = RING_DATA_PAGES; ring == MAP_FAILED && pages >= 32; pages /= 2) {
+      ring = mmap(NULL, (1 + pages) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
     if (ring == MAP_FAILED) {
       close(fd);
       return -1;
@@ -187,10 +191,10 @@ static int open_event(pid_t tid, int cpu) {
   return fd;
 }
 
-// record, stack, callchain: hands every ring's space back to the kernel every 10 ms, unread.
+// record, stack, callchain: hands every ring's space back to the kernel every 50 ms, unread.
 static void* drain_rings(void* arg) {
   (void)arg;
-  const struct timespec tick = {.tv_nsec = 10 * 1000 * 1000};
+  const struct timespec tick = {.tv_nsec = 50 * 1000 * 1000};
   while (atomic_load(&g_draining)) {
     nanosleep(&tick, NULL);
     for (int i = 0; i < 64; i++) {
