@@ -27,10 +27,12 @@
 //   timer     a POSIX timer on the thread's CPU-time clock (SIGEV_THREAD_ID) with an empty
 //             handler: the floor of the library's cputimer source (the scheduler tick that
 //             checks it runs whether or not a timer is armed).
-//   record    count, and on each overflow the kernel writes a sample of tid, time and CPU into
-//             a ring mapped for the event: what any profiler's record costs the thread, above
-//             the interrupt. Nobody reads the records: a thread of this program only hands the
-//             space back (data_tail = data_head) every 50 ms, so no collector's CPU counts.
+//   record    threadcpu, and on each overflow the kernel writes a sample of tid, time and CPU
+//             into the ring of the CPU (one per CPU, shared by the threads' events through
+//             PERF_EVENT_IOC_SET_OUTPUT, as perf-ring and `perf record` share them): what any
+//             profiler's record costs the thread, above the interrupt. Nobody reads the
+//             records: a thread of this program only hands the space back (data_tail =
+//             data_head) every 50 ms, so no collector's CPU counts.
 //   stack     record with the sample perf-ring asks for: user registers (fp, sp, pc) and -s
 //             BYTES of stack (default 2048, what perf-ring's adaptive copy settles at for these
 //             threads): the kernel's side of perf-ring without its collector.
@@ -89,11 +91,13 @@ static _Atomic uint64_t g_events;
 static int g_cpus = 1;                // threadcpu and percpu: CPUs configured (at most 64)
 static unsigned g_stack_copy = 2048;  // stack: bytes of stack per sample
 
-// record, stack, callchain: each thread's ring, handed back by drain_rings().
+// record, stack, callchain: each CPU's ring and the dummy event that owns it (the main
+// thread's), handed back by drain_rings().
 // 2 MiB, halved while the locked-memory limit refuses: 50 ms of 2 KiB samples at 4000/s is
 // 400 KiB (a full ring loses samples: ring_bytes would say so).
 #define RING_DATA_PAGES 512u
-static struct perf_event_mmap_page* _Atomic g_rings[64];
+static struct perf_event_mmap_page* g_rings[64];
+static int g_ring_fds[64];
 static atomic_bool g_draining = true;
 
 static bool writes_samples(void) {
@@ -127,33 +131,53 @@ static void on_signal(int sig, siginfo_t* info, void* uc) {
   errno = saved;
 }
 
+// What this mode's events sample, for `config`.
+static void event_attr(struct perf_event_attr* a, uint64_t config) {
+  *a = (struct perf_event_attr){.size = sizeof(*a),
+                                .type = PERF_TYPE_SOFTWARE,
+                                .config = config,
+                                .sample_period = (uint64_t)g_period_ns,
+                                .disabled = 1,
+                                .exclude_kernel = 1,
+                                .exclude_hv = 1};
+  if (g_mode == MODE_RECORD || g_mode == MODE_STACK) {
+    a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+    a->use_clockid = 1;
+    a->clockid = CLOCK_MONOTONIC;
+  }
+  if (g_mode == MODE_STACK) {
+    a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a->sample_regs_user = ZXS_PERF_REGS_MASK;
+    a->sample_stack_user = g_stack_copy;
+  }
+  if (g_mode == MODE_CALLCHAIN) {
+    a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
+                     PERF_SAMPLE_CALLCHAIN;
+    a->exclude_callchain_kernel = 1;
+  }
+}
+
+// record, stack, callchain: CPU `cpu`'s ring, owned by a dummy event of the calling thread.
+static bool open_ring(int cpu) {
+  struct perf_event_attr attr;
+  event_attr(&attr, PERF_COUNT_SW_DUMMY);
+  attr.disabled = 0;
+  g_ring_fds[cpu] = (int)syscall(SYS_perf_event_open, &attr, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (g_ring_fds[cpu] < 0) return false;
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  void* ring = MAP_FAILED;
+  for (size_t pages = RING_DATA_PAGES; ring == MAP_FAILED && pages >= 32; pages /= 2) {
+    ring = mmap(NULL, (1 + pages) * page, PROT_READ | PROT_WRITE, MAP_SHARED, g_ring_fds[cpu], 0);
+  }
+  g_rings[cpu] = ring == MAP_FAILED ? NULL : ring;
+  return g_rings[cpu] != NULL;
+}
+
 // A task-clock event on thread `tid` (any CPU, or only `cpu`), or with tid -1 a cpu-clock event
 // on `cpu` for every task.
 static int open_event(pid_t tid, int cpu) {
   struct perf_event_attr attr;
-  memset(&attr, 0, sizeof(attr));
-  attr.size = sizeof(attr);
-  attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = tid < 0 ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_TASK_CLOCK;
-  attr.sample_period = (uint64_t)g_period_ns;
-  attr.disabled = 1;
-  attr.exclude_kernel = 1;
-  attr.exclude_hv = 1;
-  if (g_mode == MODE_RECORD || g_mode == MODE_STACK) {
-    attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
-    attr.use_clockid = 1;
-    attr.clockid = CLOCK_MONOTONIC;
-  }
-  if (g_mode == MODE_STACK) {
-    attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-    attr.sample_regs_user = ZXS_PERF_REGS_MASK;
-    attr.sample_stack_user = g_stack_copy;
-  }
-  if (g_mode == MODE_CALLCHAIN) {
-    attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
-                       PERF_SAMPLE_CALLCHAIN;
-    attr.exclude_callchain_kernel = 1;
-  }
+  event_attr(&attr, tid < 0 ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_TASK_CLOCK);
   int fd = (int)syscall(SYS_perf_event_open, &attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) {
     return -1;
@@ -167,20 +191,9 @@ static int open_event(pid_t tid, int cpu) {
       return -1;
     }
   }
-  if (writes_samples()) {
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    void* ring = MAP_FAILED;
-    for (size_t pages = RING_DATA_PAGES; ring == MAP_FAILED && pages >= 32; pages /= 2) {
-      ring = mmap(NULL, (1 + pages) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    }
-    if (ring == MAP_FAILED) {
-      close(fd);
-      return -1;
-    }
-    for (int i = 0; i < 64; i++) {
-      struct perf_event_mmap_page* empty = NULL;
-      if (atomic_compare_exchange_strong(&g_rings[i], &empty, ring)) break;
-    }
+  if (writes_samples() && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, g_ring_fds[cpu]) != 0) {
+    close(fd);
+    return -1;
   }
   int rc = g_mode == MODE_ONESHOT ? ioctl(fd, PERF_EVENT_IOC_REFRESH, g_refresh)
                                   : ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
@@ -197,9 +210,8 @@ static void* drain_rings(void* arg) {
   const struct timespec tick = {.tv_nsec = 50 * 1000 * 1000};
   while (atomic_load(&g_draining)) {
     nanosleep(&tick, NULL);
-    for (int i = 0; i < 64; i++) {
-      struct perf_event_mmap_page* ring = atomic_load(&g_rings[i]);
-      if (ring == NULL) continue;
+    for (int c = 0; c < g_cpus; c++) {
+      struct perf_event_mmap_page* ring = g_rings[c];
       __atomic_store_n(&ring->data_tail, __atomic_load_n(&ring->data_head, __ATOMIC_ACQUIRE),
                        __ATOMIC_RELEASE);
     }
@@ -215,13 +227,13 @@ static void* run(void* arg) {
   int cpu_fd_count = 0;
   timer_t timer;
   bool have_timer = false;
-  if (g_mode == MODE_COUNT || g_mode == MODE_SIGNAL || g_mode == MODE_ONESHOT || writes_samples()) {
+  if (g_mode == MODE_COUNT || g_mode == MODE_SIGNAL || g_mode == MODE_ONESHOT) {
     fd = open_event(tid, -1);
     if (fd < 0) {
       job->failed = errno != 0 ? errno : 1;
       return NULL;
     }
-  } else if (g_mode == MODE_THREADCPU) {
+  } else if (g_mode == MODE_THREADCPU || writes_samples()) {
     for (; cpu_fd_count < g_cpus; cpu_fd_count++) {
       if ((cpu_fds[cpu_fd_count] = open_event(tid, cpu_fd_count)) < 0) {
         job->failed = errno != 0 ? errno : 1;
@@ -351,6 +363,13 @@ int main(int argc, char** argv) {
     }
   }
 
+  for (int c = 0; writes_samples() && c < g_cpus; c++) {
+    if (!open_ring(c)) {
+      fprintf(stderr, "interrupt_floor: mode %s: cannot map the ring of CPU %d: %s\n",
+              kModes[g_mode], c, strerror(errno));
+      return 1;
+    }
+  }
   pthread_t drainer;
   if (writes_samples() && pthread_create(&drainer, NULL, drain_rings, NULL) != 0) {
     return 1;
@@ -387,9 +406,8 @@ int main(int argc, char** argv) {
                               : atomic_load(&g_events);
   const double expected = g_mode == MODE_NONE ? 0 : cpu * 1e9 / (double)g_period_ns;
   uint64_t ring_bytes = 0;  // what the kernel wrote into the rings: data_head only grows
-  for (int i = 0; i < 64; i++) {
-    struct perf_event_mmap_page* ring = atomic_load(&g_rings[i]);
-    if (ring != NULL) ring_bytes += __atomic_load_n(&ring->data_head, __ATOMIC_ACQUIRE);
+  for (int c = 0; writes_samples() && c < g_cpus; c++) {
+    ring_bytes += __atomic_load_n(&g_rings[c]->data_head, __ATOMIC_ACQUIRE);
   }
   printf(
       "interrupt_floor: mode=%s period_us=%lld threads=%d refresh=%d gettid=%d cpu_s=%.4f "
