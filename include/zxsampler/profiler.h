@@ -31,7 +31,8 @@ typedef enum zxs_profile_format {
 
 typedef struct zxs_profiler_options {
   zx_duration_t period;  // ns of a thread's CPU time between samples; 0 = 1 ms
-  size_t buffer_size;    // bytes per CPU; 0 = 16 MiB
+  size_t buffer_size;    // bytes per CPU; 0 = 16 MiB. Samples a full buffer cannot take are
+                         // lost and counted: the profile says how many ("Lost" in the report)
   // Must be zero (initialize the struct with = {...} or memset): options added later take
   // these, zero meaning their default, so the struct keeps its size.
   uint64_t reserved[6];

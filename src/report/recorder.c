@@ -220,7 +220,7 @@ static zx_status_t write_alert(const alert_t* a) {
   FILE* out = status == ZX_OK ? fopen(path, "wb") : NULL;
   if (status == ZX_OK && out == NULL) status = ZX_ERR_IO;
   if (out != NULL) {
-    status = zxs_trace_write_samples(&samples, &events, a->tid, g_options.period, out);
+    status = zxs_trace_write_samples(&samples, &events, a->tid, g_options.period, 0, out);
     if (fclose(out) != 0 && status == ZX_OK) status = ZX_ERR_IO;
     if (status != ZX_OK) remove(path);
   }

@@ -29,7 +29,8 @@
 // pid | generation << 32) and what was sampled ("user" or "user+kernel");
 #define ZXS_TRACE_PID_ARG "pid"
 #define ZXS_TRACE_SAMPLED_ARG "sampled"
-// on the first process: what the whole recording lost or left out;
+// on the first process: what the whole recording lost or left out (samples_lost also in
+// in-process traces, when the session lost any);
 #define ZXS_TRACE_LOST_ARG "samples_lost"
 #define ZXS_TRACE_CHILDREN_NOT_FOLLOWED_ARG "children_not_followed"
 #define ZXS_TRACE_THREADS_NOT_ATTACHED_ARG "threads_not_attached"
@@ -75,16 +76,19 @@ zx_status_t zxs_trace_write_vdso(zxs_fxt_buf_t* buf);
 #define ZXS_TRACE_TRUNCATED_NAME "[truncated]"
 
 // Writes the trace file of a stopped session (`iob` needs READ, MAP and INSPECT), with the
-// modules loaded now. Statuses: the handle's, ZX_ERR_NO_MEMORY, ZX_ERR_IO (stream error),
+// modules loaded now and what the session lost (its samples_lost: the counters' dropped_full
+// and dropped_other). Statuses: the handle's, ZX_ERR_NO_MEMORY, ZX_ERR_IO (stream error),
 // ZX_ERR_IO_DATA_INTEGRITY (a region holds malformed data).
 zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE* out);
 
 // Writes a trace file of this process from sample records already copied out of a session
-// (`samples`, whole records): the head as above, with a thread object for each thread of the
-// samples and for `extra_tid` (0: none), the modules loaded now, then `events` (whole records;
-// NULL: none), then the samples. Statuses: a buffer's failure, ZX_ERR_NO_MEMORY, ZX_ERR_IO.
+// (`samples`, whole records): the head as above (`samples_lost` on the process when not 0),
+// with a thread object for each thread of the samples and for `extra_tid` (0: none), the
+// modules loaded now, then `events` (whole records; NULL: none), then the samples. Statuses: a
+// buffer's failure, ZX_ERR_NO_MEMORY, ZX_ERR_IO.
 zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_buf_t* events,
-                                    zx_koid_t extra_tid, zx_duration_t period, FILE* out);
+                                    zx_koid_t extra_tid, zx_duration_t period,
+                                    uint64_t samples_lost, FILE* out);
 
 // Recorder alerts (recorder.h): an instant event of this category, named after the alert, on the
 // late thread, with the breakdown of the late period as uint64 arguments in ns (an absent one was

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <zxsampler/fxt.h>
 #include <zxsampler/object.h>
+#include <zxsampler/sampler.h>
 
 #include "export.h"
 #include "platform.h"
@@ -26,14 +27,15 @@ static void tid_set_add(tid_set_t* set, zx_koid_t tid) {
 }
 
 static zx_status_t write_kernel_objects(zxs_fxt_buf_t* buf, zx_koid_t pid, zx_duration_t period,
-                                        const tid_set_t* tids) {
+                                        uint64_t samples_lost, const tid_set_t* tids) {
   char name[256];
   if (zxs_prim_process_name(name, sizeof(name)) != ZX_OK) snprintf(name, sizeof(name), "%s", "");
-  zxs_fxt_arg_t period_arg = {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PERIOD_ARG)};
-  period_arg.u64 = (uint64_t)period;
+  const zxs_fxt_arg_t process_args[] = {
+      {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PERIOD_ARG), .u64 = (uint64_t)period},
+      {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_LOST_ARG), .u64 = samples_lost}};
   zxs_fxt_kernel_object_t process = {
       .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = pid, .name = str(name)};
-  zxs_fxt_write_kernel_object(buf, &process, &period_arg, 1);
+  zxs_fxt_write_kernel_object(buf, &process, process_args, samples_lost > 0 ? 2 : 1);
   for (size_t i = 0; i < tids->count; i++) {
     if (zxs_prim_thread_name(tids->tids[i], name, sizeof(name)) != ZX_OK) {
       snprintf(name, sizeof(name), "%s", "");
@@ -104,7 +106,8 @@ static void add_sample_tids(const zxs_fxt_buf_t* samples, tid_set_t* tids) {
 }
 
 zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_buf_t* events,
-                                    zx_koid_t extra_tid, zx_duration_t period, FILE* out) {
+                                    zx_koid_t extra_tid, zx_duration_t period,
+                                    uint64_t samples_lost, FILE* out) {
   tid_set_t* tids = calloc(1, sizeof(*tids));
   if (tids == NULL) return ZX_ERR_NO_MEMORY;
   if (extra_tid != 0) tid_set_add(tids, extra_tid);
@@ -115,7 +118,8 @@ zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_
   zxs_fxt_write_provider_info(&head, ZXS_TRACE_PROVIDER_ID, "zxsampler", strlen("zxsampler"));
   zxs_fxt_write_provider_section(&head, ZXS_TRACE_PROVIDER_ID);
   zxs_fxt_write_initialization(&head, zxs_prim_ticks_per_second());
-  zx_status_t status = write_kernel_objects(&head, zxs_prim_process_koid(), period, tids);
+  zx_status_t status =
+      write_kernel_objects(&head, zxs_prim_process_koid(), period, samples_lost, tids);
   if (status == ZX_OK) status = write_modules(&head);
   if (status == ZX_OK) status = zxs_trace_write_vdso(&head);
   if (status == ZX_OK) status = samples->status;
@@ -155,7 +159,13 @@ zx_status_t zxs_trace_write_session(zx_handle_t iob, zx_duration_t period, FILE*
     if (it.status != ZX_OK) status = it.status;
     zxs_vmar_unmap(zxs_vmar_root_self(), addr, regions[r].region.size);
   }
-  if (status == ZX_OK) status = zxs_trace_write_samples(&samples, NULL, 0, period, out);
+  // What the session could not store (full regions, a source's own losses). A platform whose
+  // kernel keeps no counters (Fuchsia) has nothing to say here.
+  zxs_sampler_stats_t stats;
+  const uint64_t lost = status == ZX_OK && zxs_sampler_get_stats(iob, &stats) == ZX_OK
+                            ? stats.dropped_full + stats.dropped_other
+                            : 0;
+  if (status == ZX_OK) status = zxs_trace_write_samples(&samples, NULL, 0, period, lost, out);
   zxs_fxt_buf_destroy(&samples);
   return status;
 }

@@ -115,9 +115,29 @@ static void fxt_file_reads_back_with_samples_threads_and_modules(void** state) {
   size_t top_size;
   char* text = read_all(top, &top_size);
   assert_non_null(strstr(text, "profiler_api_busy"));
+  assert_null(strstr(text, "Lost:"));  // 1 MiB a CPU holds 150 ms of two threads
   free(text);
   free(data);
   unlink(top);
+  unlink(path);
+}
+
+// A region that fills loses the samples after it; the profile says how many.
+static void a_full_buffer_is_reported_as_lost(void** state) {
+  (void)state;
+  zxs_profiler_options_t options = {.period = 250000, .buffer_size = 4096};
+  assert_int_equal(zxs_profiler_start(&options), ZX_OK);
+  spin_for_cpu_ms(600);  // 2400 samples at 4000/s (150 at a 4 ms tick): a page holds ~50
+  char path[] = "/tmp/zxs_profiler_lost_XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  assert_int_equal(zxs_profiler_stop(path, ZXS_FORMAT_TOP), ZX_OK);
+  size_t size;
+  char* text = read_all(path, &size);
+  const char* lost = strstr(text, "Lost: ");
+  assert_non_null(lost);
+  assert_true(strtoull(lost + strlen("Lost: "), NULL, 10) > 0);
+  free(text);
   unlink(path);
 }
 
@@ -172,6 +192,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fxt_file_reads_back_with_samples_threads_and_modules),
       cmocka_unit_test(every_format_is_written),
+      cmocka_unit_test(a_full_buffer_is_reported_as_lost),
       cmocka_unit_test(convert_reports_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
