@@ -35,7 +35,9 @@
 //             data_head) every 50 ms, so no collector's CPU counts.
 //   stack     record with the sample perf-ring asks for: user registers (fp, sp, pc) and -s
 //             BYTES of stack (default 2048, what perf-ring's adaptive copy settles at for these
-//             threads): the kernel's side of perf-ring without its collector.
+//             threads): the kernel's side of perf-ring without its collector. The attributes
+//             follow src/backend/linux/ring_attr.c by hand (the register mask is shared through
+//             perf_regs.h): this program links no library code, so that the floor has none.
 //   callchain record with the kernel's user call chain (PERF_SAMPLE_IP | TID | TIME | PERIOD |
 //             CALLCHAIN, as `perf record -g` asks): the kernel's side of `perf record -g`.
 //
