@@ -8,10 +8,13 @@ set -euo pipefail
 # llvm-symbolizer 16 (--filter-markup); spin for the protocol model; clang for TSan; debuginfod
 # (a server the tests start on 127.0.0.1, and the client library libdw loads); lld-14's ld64.lld
 # links the Mach-O dylib the symbolizer's macOS test reads; aarch64's C library headers stand in
-# for Fuchsia's when the Fuchsia backend is compiled for aarch64-unknown-fuchsia.
+# for Fuchsia's when the Fuchsia backend is compiled for aarch64-unknown-fuchsia; valgrind (the
+# memcheck stress test) and linux-perf (perfmon's counts checked against `perf stat`; the
+# benchmarks compare with `perf record`); setpriv (util-linux) runs record's unprivileged
+# checks and ps (procps) reads process groups in its process-tree test.
 packages=(build-essential g++ clang clang-format pkg-config meson ninja-build libcmocka-dev zlib1g-dev
           libunwind-dev libdw-dev golang-go libxml2-utils llvm-16 spin debuginfod lld-14
-          libc6-dev-arm64-cross)
+          libc6-dev-arm64-cross valgrind linux-perf util-linux procps)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -385,14 +385,19 @@ static inline uint64_t tid_set_samples_of(const tid_set_t* set, zx_koid_t tid) {
 
 // --- The library's signal ---------------------------------------------------------------------
 
-// Whether a handler lives in libzxsampler.
+// Whether a handler lives in the object that defines the library's calls (the shared library, or
+// this program where it is linked in statically). Compared by load address, never by file name:
+// a clone's path may contain the library's name too.
 static inline bool handler_in_library(const struct sigaction* sa) {
   if ((sa->sa_flags & SA_SIGINFO) == 0 || sa->sa_sigaction == NULL) return false;
   void* addr;
+  void* library;
   memcpy(&addr, &sa->sa_sigaction, sizeof(addr));  // POSIX: function pointers fit void*
-  Dl_info info;
-  return dladdr(addr, &info) != 0 && info.dli_fname != NULL &&
-         strstr(info.dli_fname, "libzxsampler") != NULL;
+  zx_status_t (*const api)(zx_handle_t) = zxs_sampler_start;
+  memcpy(&library, &api, sizeof(library));
+  Dl_info info, library_info;
+  return dladdr(addr, &info) != 0 && dladdr(library, &library_info) != 0 &&
+         info.dli_fbase == library_info.dli_fbase;
 }
 
 // The signal whose handler is the library's (after a start), or 0.
