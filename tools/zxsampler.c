@@ -13,8 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <zxsampler/profiler.h>
+#include <zxsampler/version.h>
 
 #include "cli.h"
+#include "zxs_config.h"
 
 // `record` and `perfmon` are Linux's (perf events); a Fuchsia build has `report` alone.
 #ifndef ZXSAMPLER_WITH_RECORD
@@ -44,7 +46,8 @@ static void usage_main(FILE* out) {
           "  perfmon  count or sample CPU events on every CPU (fuchsia.perfmon.cpu)\n"
 #endif
           "\n"
-          "'zxsampler <command> --help' describes each command.\n");
+          "'zxsampler <command> --help' describes each command; 'zxsampler --version' prints\n"
+          "the version.\n");
 }
 
 static void usage_report(FILE* out) {
@@ -137,8 +140,12 @@ int main(int argc, char** argv) {
     usage_main(stdout);
     return 0;
   }
-  if (strcmp(argv[1], "--version") == 0) {
-    printf("zxsampler (libzxsampler)\n");
+  if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    // The tool's version, and the library's where a different one was loaded.
+    printf("zxsampler %s\n", ZXS_VERSION);
+    if (strcmp(zxs_version_string(), ZXS_VERSION) != 0) {
+      printf("libzxsampler %s (loaded)\n", zxs_version_string());
+    }
     return 0;
   }
   // getopt names the program by argv[0] in its messages.

@@ -103,6 +103,10 @@ for args in "--help" "record --help" "report --help"; do
   check "zxsampler $args prints usage" grep -q '^usage: zxsampler' "$T/help.out"
 done
 
+version=$("$ZXS" --version 2>&1)
+check "zxsampler --version exits 0 and prints the version (got '$version')" \
+  grep -qE '^zxsampler [0-9]+\.[0-9]+\.[0-9]+$' <<<"$version"
+
 bad_args=(
   ""
   "frobnicate"
