@@ -22,6 +22,14 @@ NOFP=$4
 # shellcheck source=check_lib.sh
 . "$(dirname "$0")/check_lib.sh"
 
+# Copies of zxsampler and the target that uid 65534 can run: the build tree may not be
+# readable to it (a clone under a 0700 home). Both are linked without our shared library.
+nobody_copies() {
+  mkdir -p "$T/nobody" && chmod 777 "$T/nobody"
+  cp "$ZXS" "$T/nobody/zxsampler" && cp "$TARGET" "$T/nobody/target"
+  chmod 755 "$T/nobody/zxsampler" "$T/nobody/target"
+}
+
 # The status a shell gives COMMAND (128 + N for a death by signal N).
 status_of() { sh -c '"$@" >/dev/null 2>&1; echo $?' sh "$@"; }
 
@@ -169,9 +177,9 @@ fi
 record_run useronly --user-only -- "$TARGET" syscalls 0.3
 check "--user-only: the header says user code only" grep -q '^Sampled: user code only' "$T/useronly.txt"
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
-  mkdir -p "$T/nobody" && chmod 777 "$T/nobody"
-  setpriv --reuid=65534 --regid=65534 --clear-groups "$ZXS" record -o "$T/nobody/n.fxt" -- \
-    "$TARGET" spin 0.3 >/dev/null 2>"$T/nobody.err"
+  nobody_copies
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$T/nobody/zxsampler" record \
+    -o "$T/nobody/n.fxt" -- "$T/nobody/target" spin 0.3 >/dev/null 2>"$T/nobody.err"
   check "unprivileged: records ($(tr '\n' ' ' <"$T/nobody.err"))" [ -s "$T/nobody/n.fxt" ]
 fi
 
@@ -362,10 +370,9 @@ else
 fi
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   check "runtime as root: lock_contention_time measured" [ "$mapper_locks" != "-" ]
-  mkdir -p "$T/nobody" && chmod 777 "$T/nobody"
-  setpriv --reuid=65534 --regid=65534 --clear-groups "$ZXS" record -q --runtime-events \
-    -o "$T/nobody/rt.fxt" -- \
-    "$TARGET" runtime 0.1 >/dev/null 2>&1
+  nobody_copies
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$T/nobody/zxsampler" record -q \
+    --runtime-events -o "$T/nobody/rt.fxt" -- "$T/nobody/target" runtime 0.1 >/dev/null 2>&1
   "$ZXS" report "$T/nobody/rt.fxt" >"$T/nobody-rt.txt" 2>&1
   read -r cpu queue faults locks <<<"$(runtime_of "$T/nobody-rt.txt" toucher)"
   check "unprivileged: cpu and queue time measured ($cpu $queue)" \

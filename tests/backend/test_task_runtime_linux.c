@@ -4,7 +4,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
 #include <pthread.h>
@@ -12,7 +11,6 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +25,8 @@
 // cmocka after the standard headers it needs.
 #include <cmocka.h>
 #include <zxsampler/zircon.h>
+
+#include "readable_copy.h"
 
 // cmocka's skip() says nothing: say why first.
 #define skip_because(reason)         \
@@ -501,51 +501,14 @@ static int unprivileged_child(void) {
   return 0;
 }
 
-// Copies the file at `from` to `dir`/`name`, mode 0755.
-static bool copy_file(const char* from, const char* dir, const char* name) {
-  char to[4096];
-  snprintf(to, sizeof(to), "%s/%s", dir, name);
-  FILE* in = fopen(from, "rb");
-  FILE* out = in != NULL ? fopen(to, "wb") : NULL;
-  bool ok = in != NULL && out != NULL;
-  char buf[65536];
-  size_t n;
-  while (ok && (n = fread(buf, 1, sizeof(buf), in)) > 0) ok = fwrite(buf, 1, n, out) == n;
-  if (in != NULL) ok = !ferror(in) && fclose(in) == 0 && ok;
-  if (out != NULL) ok = fclose(out) == 0 && ok;
-  return ok && chmod(to, 0755) == 0;
-}
-
-static const char* base_name(const char* path) {
-  const char* slash = strrchr(path, '/');
-  return slash != NULL ? slash + 1 : path;
-}
-
 static void unprivileged_caller_gets_the_fields_it_can(void** state) {
   (void)state;
   if (geteuid() != 0) skip_because("already unprivileged: the other tests cover this");
-  // uid 65534 may not read the build tree (a clone under a 0700 home): it runs copies of this
-  // program and of the library from a folder it can read, the library found by LD_LIBRARY_PATH
-  // (searched before the program's RUNPATH).
-  char dir[] = "/tmp/zxs-unprivileged-XXXXXX";
-  assert_non_null(mkdtemp(dir));
-  assert_int_equal(chmod(dir, 0755), 0);
-  assert_true(copy_file("/proc/self/exe", dir, "test_task_runtime_linux"));
-  Dl_info lib;
-  void* api;
+  readable_copy_t copy;  // uid 65534 may not read the build tree (a clone under a 0700 home)
   zx_status_t (*const in_library)(zx_handle_t, uint32_t*) = zxs_task_runtime_fields;
-  memcpy(&api, &in_library, sizeof(api));
-  assert_true(dladdr(api, &lib) != 0 && lib.dli_fname != NULL);
-  char self[4096];
-  const ssize_t self_len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  assert_true(self_len > 0);
-  self[self_len] = 0;
-  const bool shared = strcmp(lib.dli_fname, self) != 0 && lib.dli_fname[0] == '/';
-  if (shared) assert_true(copy_file(lib.dli_fname, dir, base_name(lib.dli_fname)));
-  char program[sizeof(dir) + 32], library_path[sizeof(dir) + 32];
-  snprintf(program, sizeof(program), "%s/test_task_runtime_linux", dir);
-  snprintf(library_path, sizeof(library_path), "LD_LIBRARY_PATH=%s", dir);
-
+  void* symbol;
+  memcpy(&symbol, &in_library, sizeof(symbol));
+  assert_true(readable_copy_make(&copy, "test_task_runtime_linux", symbol));
   const pid_t child = fork();
   assert_true(child >= 0);
   if (child == 0) {  // only async-signal-safe calls until exec: this process has threads
@@ -554,17 +517,13 @@ static void unprivileged_caller_gets_the_fields_it_can(void** state) {
       _exit(10);
     }
     char* const args[] = {"test_task_runtime_linux", "--unprivileged-child", NULL};
-    char* const env[] = {library_path, NULL};
-    execve(program, args, env);
+    char* const env[] = {copy.library_path_env, NULL};
+    execve(copy.program, args, env);
     _exit(9);
   }
   int status = 0;
   assert_int_equal(waitpid(child, &status, 0), child);
-  char file[sizeof(dir) + 300];
-  snprintf(file, sizeof(file), "%s/%s", dir, base_name(lib.dli_fname));
-  if (shared) unlink(file);
-  unlink(program);
-  rmdir(dir);
+  readable_copy_remove(&copy);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     printf(
         "the child as uid 65534 %s %d (10: could not drop privileges, 9: exec failed, "
