@@ -12,7 +12,8 @@
 #    REFRESH(1) per sample), without the gettid (-G), and re-armed every K overflows (-r K: at
 #    most K signals queued per thread, as with one-shot the queue stays bounded). Each run is
 #    next to an unarmed run; the table gives the median extra CPU per event.
-# 2. What the library's calibration costs a profiled process: `zxsampler record -p 1000` of a
+# 2. What the library's calibration costs a profiled process: `zxsampler record --in-process
+#    -F 1000` (the library preloaded, as the calibration runs in process) of a
 #    short program (peer_workload -u 100, ~15 ms of CPU) with the per-sample cost measured at
 #    start (as shipped) and given in ZXSAMPLER_SAMPLE_COST_NS (no measurement); total CPU of the
 #    command from GNU time.
@@ -70,7 +71,7 @@ for ((r = 0; r < N; r++)); do
     env_args=()
     [[ $mode == given ]] && env_args=("ZXSAMPLER_SAMPLE_COST_NS=40000")
     /usr/bin/time -f '%U %S %e' -o "$TMP/time" env "${env_args[@]}" ZXSAMPLER_SOURCE=perf \
-      "$ZXS" record -o "$TMP/p.fxt" -p 1000 -- "$PW" -u 100 >/dev/null 2>&1
+      "$ZXS" record --in-process -o "$TMP/p.fxt" -F 1000 -- "$PW" -u 100 >/dev/null 2>&1
     echo "$mode $(cat "$TMP/time")" >>"$TMP/cal"
   done
 done
@@ -81,7 +82,7 @@ for line in open(sys.argv[1]):
     mode, u, s, e = line.split()
     cpu.setdefault(mode, []).append(float(u) + float(s))
     wall.setdefault(mode, []).append(float(e))
-print(f"\nzxsampler record -p 1000 -- peer_workload -u 100, median of {sys.argv[2]}:\n")
+print(f"\nzxsampler record --in-process -F 1000 -- peer_workload -u 100, median of {sys.argv[2]}:\n")
 print("| per-sample cost | total CPU of the command | wall |\n|---|---:|---:|")
 for mode, label in (("measured", "measured at start (as shipped)"),
                     ("given", "given: ZXSAMPLER_SAMPLE_COST_NS=40000")):
@@ -112,7 +113,7 @@ stat_run() {  # $1 label, rest: command; prints "label|events|counts..."
     stat_run "interrupt_floor -m $v" "$IF" -m $v -p "$PERIOD"
   done
   ZXSAMPLER_SOURCE=perf ZXSAMPLER_SAMPLE_COST_NS=40000 stat_run "zxsampler record (perf)" \
-    "$ZXS" record -o "$TMP/p.fxt" -p "$PERIOD" -- "$PW"
+    "$ZXS" record --in-process -o "$TMP/p.fxt" -F "$((1000000 / PERIOD))" -- "$PW"
   stat_run "perf record -g -c (same period)" perf record -q -g -e task-clock:u \
     -c "$((PERIOD * 1000))" -o "$TMP/perf.data" -- "$PW"
 } >"$TMP/stats"
