@@ -11,7 +11,10 @@
 // for no reason of ours (a loaded machine) is "mixer".
 //
 //   audio_mixer [-o DIR] [-n PERIODS] [-i faults,locks,work]
+//
+// DIR (default ".") is created if missing, with its parents (as mkdir -p).
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zxsampler/recorder.h>
@@ -119,6 +123,34 @@ static __attribute__((noinline)) void inject_extra_work(void) {
   g_mixed = g_mixed + 1;
 }
 
+// --- The output folder ------------------------------------------------------------------------
+
+// Creates `dir` and its missing parents, as mkdir -p (the recorder writes into a folder that must
+// exist). False with errno set when a part cannot be created or is not a folder.
+static bool make_dirs(const char* dir) {
+  char path[4096];
+  const size_t len = strlen(dir);
+  if (len == 0 || len >= sizeof(path)) {
+    errno = len == 0 ? ENOENT : ENAMETOOLONG;
+    return false;
+  }
+  memcpy(path, dir, len + 1);
+  for (char* p = path + 1;; p++) {
+    const bool end = *p == '\0';
+    if (*p != '/' && !end) continue;
+    *p = '\0';
+    struct stat st;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) return false;
+    if (stat(path, &st) != 0) return false;
+    if (!S_ISDIR(st.st_mode)) {
+      errno = ENOTDIR;
+      return false;
+    }
+    if (end) return true;
+    *p = '/';
+  }
+}
+
 // --- The loop -----------------------------------------------------------------------------------
 
 enum { INJECT_FAULTS = 1, INJECT_LOCKS = 2, INJECT_WORK = 4 };
@@ -161,6 +193,16 @@ int main(int argc, char** argv) {
       fprintf(stderr, "usage: audio_mixer [-o DIR] [-n PERIODS] [-i faults,locks,work]\n");
       return 2;
     }
+  }
+  if (!make_dirs(out_dir)) {
+    fprintf(stderr, "audio_mixer: cannot create the output folder '%s': %s\n", out_dir,
+            strerror(errno));
+    return 1;
+  }
+  if (access(out_dir, W_OK | X_OK) != 0) {
+    fprintf(stderr, "audio_mixer: cannot write into the output folder '%s': %s\n", out_dir,
+            strerror(errno));
+    return 1;
   }
   // The mixer on CPU 0, the storm on CPU 1 (a machine with one CPU runs them all there). A
   // real-time priority, where we may, keeps other programs from making periods late.
@@ -226,5 +268,8 @@ int main(int argc, char** argv) {
   atomic_store(&g_quit, true);
   for (int i = 0; i < HAMMERS; i++) pthread_join(hammers[i], NULL);
   printf("%d of %d periods late; recorder: %s\n", late, periods, zxs_status_string(status));
+  if (status == ZX_ERR_IO) {
+    fprintf(stderr, "audio_mixer: some alert traces could not be written to '%s'\n", out_dir);
+  }
   return status == ZX_OK ? 0 : 1;
 }

@@ -19,6 +19,9 @@
 
 #define PERIOD ZX_MSEC(10)
 #define WORK ZX_MSEC(2)  // the task's own CPU time per period
+#define ALL_FIELDS                                                                              \
+  (ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME | ZXS_TASK_RUNTIME_PAGE_FAULT_TIME | \
+   ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME)
 
 static zx_time_t now(void) {
   struct timespec ts;
@@ -97,9 +100,27 @@ static void print_fields(uint32_t fields) {
   printf("measured here:%s%s%s%s\n", fields & ZXS_TASK_RUNTIME_CPU_TIME ? " cpu" : "",
          fields & ZXS_TASK_RUNTIME_QUEUE_TIME ? " queue" : "",
          fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME ? " page-faults" : "",
-         fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME ? " lock-contention"
-                                                        : " (no lock contention: needs root or "
-                                                          "CAP_PERFMON and tracefs)");
+         fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME ? " lock-contention" : "");
+  if ((fields & ALL_FIELDS) == ALL_FIELDS) return;
+  static const char kQueue[] = " queue (needs /proc/self/task/TID/schedstat)";
+  static const char kFaults[] =
+      " page-faults (needs root, CAP_PERFMON or perf_event_paranoid <= 2)";
+  static const char kLocks[] =
+      " lock-contention (needs root, or CAP_PERFMON and a readable tracefs)";
+  printf("not measured, shown as -:%s%s%s%s\n", fields & ZXS_TASK_RUNTIME_CPU_TIME ? "" : " cpu",
+         fields & ZXS_TASK_RUNTIME_QUEUE_TIME ? "" : kQueue,
+         fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME ? "" : kFaults,
+         fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME ? "" : kLocks);
+}
+
+// "LABEL   1.23" for a measured field, "LABEL      -" for one the host does not measure: a
+// field that is not measured reads 0, which must not pass for "no time".
+static void print_ms(const char* label, uint32_t fields, uint32_t field, int64_t ns) {
+  if (fields & field) {
+    printf("%s %6.2f", label, (double)ns / 1e6);
+  } else {
+    printf("%s %6s", label, "-");
+  }
 }
 
 int main(int argc, char** argv) {
@@ -148,14 +169,16 @@ int main(int argc, char** argv) {
     if (finished > deadline) {
       const zx_info_task_runtime_t after = runtime(self);
       missed++;
-      printf(
-          "period %3d missed its deadline by %6.2f ms: cpu %6.2f  queue %6.2f  "
-          "page faults %6.2f  kernel locks %6.2f ms\n",
-          period, (double)(finished - deadline) / 1e6,
-          (double)(after.cpu_time - before.cpu_time) / 1e6,
-          (double)(after.queue_time - before.queue_time) / 1e6,
-          (double)(after.page_fault_time - before.page_fault_time) / 1e6,
-          (double)(after.lock_contention_time - before.lock_contention_time) / 1e6);
+      printf("period %3d missed its deadline by %6.2f ms:", period,
+             (double)(finished - deadline) / 1e6);
+      print_ms(" cpu", fields, ZXS_TASK_RUNTIME_CPU_TIME, after.cpu_time - before.cpu_time);
+      print_ms("  queue", fields, ZXS_TASK_RUNTIME_QUEUE_TIME,
+               after.queue_time - before.queue_time);
+      print_ms("  page faults", fields, ZXS_TASK_RUNTIME_PAGE_FAULT_TIME,
+               after.page_fault_time - before.page_fault_time);
+      print_ms("  kernel locks", fields, ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME,
+               after.lock_contention_time - before.lock_contention_time);
+      printf(" ms\n");
       start = finished;  // begin the next period now
     } else {
       sleep_until(deadline);

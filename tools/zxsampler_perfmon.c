@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -63,7 +64,8 @@ static void usage_main(FILE* out) {
           "context-switches (cs), cpu-migrations (migrations); with a PMU also cycles,\n"
           "instructions, ref-cycles, cache-references, cache-misses, branches, branch-misses;\n"
           "or Fuchsia's names (misc:page_faults, arch:instructions_retired, fixed:...).\n"
-          "Append :u or :k to count only in user or kernel mode.\n",
+          "Append :u or :k to count only in user or kernel mode (an event is counted once per\n"
+          "run, in one mode).\n",
           g_prog);
 }
 
@@ -170,6 +172,50 @@ static bool parse_event(const char* item, bool allow_rate, event_arg_t* out, cha
   return true;
 }
 
+// An event as the user wrote it, with its @RATE.
+static void event_display(const event_arg_t* ev, char* out, size_t size) {
+  if (ev->rate > 0) {
+    snprintf(out, size, "%s@%" PRIu32, ev->text, ev->rate);
+  } else {
+    snprintf(out, size, "%s", ev->text);
+  }
+}
+
+// Two items of one list that name the same event. The controller takes each event once per run
+// (fuchsia.perfmon.cpu's rule: its records name an event by id, not by mode or rate), so two
+// modes of one event cannot be counted side by side: say so, and what to do instead.
+static void same_event_error(const event_arg_t* first, const event_arg_t* again, char* err,
+                             size_t err_size) {
+  char a[112], b[112];
+  event_display(first, a, sizeof(a));
+  event_display(again, b, sizeof(b));
+  const char* name = zxs_perfmon_event_name(again->id);
+  if (name == NULL) name = "?";
+  if (strcasecmp(a, b) == 0) {
+    snprintf(err, err_size, "'%s' given twice", b);
+  } else if ((first->flags & OS_USER) != (again->flags & OS_USER)) {
+    // The event without its modifier: both modes.
+    char both[96];
+    snprintf(both, sizeof(both), "%s",
+             (first->flags & OS_USER) == OS_USER ? first->text : again->text);
+    char* colon = strrchr(both, ':');
+    if ((first->flags & OS_USER) != OS_USER && (again->flags & OS_USER) != OS_USER &&
+        colon != NULL) {
+      *colon = '\0';
+    }
+    snprintf(err, err_size,
+             "'%s' and '%s' are one event (%s) in different modes: the performance monitor "
+             "counts an event once per run, in one mode; count '%s' for both modes, or one mode "
+             "per run",
+             a, b, name, both);
+  } else {
+    snprintf(err, err_size,
+             "'%s' and '%s' are one event (%s): the performance monitor takes an event once "
+             "per run",
+             a, b, name);
+  }
+}
+
 static bool parse_events(const char* list, bool allow_rate, event_list_t* out, char* err,
                          size_t err_size) {
   char* copy = strdup(list);
@@ -189,7 +235,7 @@ static bool parse_events(const char* list, bool allow_rate, event_list_t* out, c
     ok = parse_event(item, allow_rate, &out->ev[out->count], err, err_size);
     for (uint32_t i = 0; ok && i < out->count; i++) {
       if (out->ev[i].id == out->ev[out->count].id) {
-        snprintf(err, err_size, "'%s' given twice", item);
+        same_event_error(&out->ev[i], &out->ev[out->count], err, err_size);
         ok = false;
       }
     }
@@ -875,7 +921,7 @@ static int stat_command(int argc, char** argv) {
   }
   event_list_t events;
   memset(&events, 0, sizeof(events));
-  char err[160];
+  char err[512];
   if (!parse_events(list, false, &events, err, sizeof(err))) {
     return fail_usage(usage_stat, "%s", err);
   }
@@ -1182,7 +1228,7 @@ static int record_command(int argc, char** argv) {
   }
   event_list_t events;
   memset(&events, 0, sizeof(events));
-  char err[160];
+  char err[512];
   if (!parse_events(list, true, &events, err, sizeof(err))) {
     return fail_usage(usage_record, "%s", err);
   }

@@ -294,6 +294,8 @@ static zx_status_t check_config(const zxs_perfmon_config_t* config, zxs_perfmon_
     const uint16_t id = ev[i].event;
     const unsigned unit = ZXS_PERFMON_EVENT_ID_UNIT(id);
     if (unit < ZXS_PERFMON_UNIT_ARCH || unit > ZXS_PERFMON_UNIT_MISC) return ZX_ERR_INVALID_ARGS;
+    // Each event once, whatever its flags or rate: the records name an event by its id only, so
+    // one event in two modes (user, kernel) or at two rates could not be told apart.
     for (uint32_t j = 0; j < i; j++) {
       if (ev[j].event == id) return ZX_ERR_INVALID_ARGS;
     }

@@ -450,6 +450,21 @@ static void write_breakdown(const zxs_profile_alert_t* a, FILE* out) {
     write_percent(out, rows[i].ns, a->wall, 7);
     fprintf(out, "  %s\n", rows[i].note);
   }
+  // A field the host did not measure has no row (a 0 there would pass for "no time"): say which,
+  // below the rows, and that its time, if any, is in "other".
+  static const struct {
+    uint32_t field;
+    const char* name;
+  } kFields[] = {{ZXS_PROFILE_ALERT_CPU, "cpu_time"},
+                 {ZXS_PROFILE_ALERT_QUEUE, "queue_time"},
+                 {ZXS_PROFILE_ALERT_FAULT, "page_fault_time"},
+                 {ZXS_PROFILE_ALERT_LOCK, "lock_contention_time"}};
+  size_t missing = 0;
+  for (size_t i = 0; i < sizeof(kFields) / sizeof(kFields[0]); i++) {
+    if (a->fields & kFields[i].field) continue;
+    fprintf(out, "%s%s", missing++ == 0 ? "  (not measured: " : ", ", kFields[i].name);
+  }
+  if (missing > 0) fprintf(out, "; %s time, if any, is in other)\n", missing > 1 ? "their" : "its");
 }
 
 // An alert: why the period was late, then the profile of its thread over the late period (the

@@ -5,6 +5,8 @@
 #
 # Checks:
 #   - --help exits 0; bad arguments exit 2 with a message; a program that cannot run exits 127;
+#   - one event twice (two spellings, two modes :u/:k, two rates) exits 2 with a message that
+#     names both items and, for two modes, says an event is counted once per run, in one mode;
 #   - as nobody (setpriv, when run as root with perf_event_paranoid > 0): exit 1 and a message
 #     naming perf_event_paranoid;
 #   - stat: a workload touching N fresh pages; the page faults counted on every CPU agree with
@@ -58,6 +60,25 @@ pm record -e page-faults@0 -- true >/dev/null 2>"$T/err"
 check "a rate of 0 exits 2" [ $? -eq 2 ]
 pm stat -e page-faults,faults -- true >/dev/null 2>"$T/err"
 check "an event twice exits 2" [ $? -eq 2 ]
+check "... and names both spellings of it ($(head -1 "$T/err"))" \
+  grep -q "'page-faults' and 'faults' are one event (misc:page_faults)" "$T/err"
+pm stat -e page-faults:u,page-faults:u -- true >/dev/null 2>"$T/err"
+check "the same item twice exits 2" [ $? -eq 2 ]
+check "... and says it was given twice" grep -q "'page-faults:u' given twice" "$T/err"
+# One event in two modes: the controller takes an event once per run (its records name the
+# event, not the mode), so the tool refuses, says why, and does not call it the same item twice.
+pm stat -e page-faults:u,page-faults:k -- true >/dev/null 2>"$T/err"
+check "one event in two modes exits 2" [ $? -eq 2 ]
+check "... and names both modes ($(head -1 "$T/err"))" \
+  grep -q "'page-faults:u' and 'page-faults:k' are one event (misc:page_faults) in different modes" \
+  "$T/err"
+check "... says an event is counted once per run, in one mode" \
+  grep -q "counts an event once per run, in one mode" "$T/err"
+check "... and offers the event for both modes" grep -q "count 'page-faults' for both modes" "$T/err"
+check "... and does not say 'given twice'" sh -c "! grep -q 'given twice' '$T/err'"
+pm record -e cpu-clock@1000,cpu-clock@2000 -- true >/dev/null 2>"$T/err"
+check "one event at two rates exits 2" [ $? -eq 2 ]
+check "... and names both rates" grep -q "'cpu-clock@1000' and 'cpu-clock@2000' are one event" "$T/err"
 
 # --- Privilege --------------------------------------------------------------------------------
 
@@ -133,6 +154,16 @@ check "stat printed a total" [ -n "$ours" ]
 ours=${ours:-0}
 check "the CPUs add up to the total ($sum vs $ours)" [ "$sum" -eq "$ours" ]
 check "at least N page faults counted ($ours >= $N)" [ "$ours" -ge "$N" ]
+
+# One mode per run, as the refusal above suggests: each mode's count has its own row.
+for mode in u k; do
+  pm stat -x, -e "page-faults:$mode" -o "$T/mode.txt" -- "$WL" pages 100 >/dev/null 2>"$T/mode.err"
+  status=$?
+  check "stat -e page-faults:$mode: exit 0 (got $status; $(tr '\n' ' ' <"$T/mode.err"))" \
+    [ "$status" -eq 0 ]
+  check "stat -e page-faults:$mode: a total row for page-faults:$mode" \
+    grep -q "^total,[0-9]*,page-faults:$mode\$" "$T/mode.txt"
+done
 
 pm stat -e page-faults,context-switches -- "$WL" pages 100 >/dev/null 2>"$T/human.err"
 check "stat prints a table with a total column" grep -qE "total +event" "$T/human.err"
