@@ -348,10 +348,10 @@ static pid_t start_program(char** program, int* go_write, int* err_read) {
     close(err[0]);
     if (read(go[0], &byte, 1) != 1) _exit(127);  // the recorder gave up
     execvp(program[0], program);
-    int e = errno;
+    int e = cli_exec_errno(program[0], errno);
     ssize_t ignored = write(err[1], &e, sizeof(e));
     (void)ignored;
-    _exit(e == ENOENT ? 127 : 126);
+    _exit(cli_exec_status(e));
   }
   close(go[0]);
   close(err[1]);

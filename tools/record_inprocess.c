@@ -183,8 +183,9 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
       _exit(127);
     }
     execvp(argv[optind], argv + optind);
-    fprintf(stderr, "%s: cannot run %s: %s\n", ZXSAMPLER_PROG, argv[optind], strerror(errno));
-    _exit(errno == ENOENT ? 127 : 126);
+    const int e = cli_exec_errno(argv[optind], errno);
+    fprintf(stderr, "%s: cannot run %s: %s\n", ZXSAMPLER_PROG, argv[optind], strerror(e));
+    _exit(cli_exec_status(e));
   }
   int wstatus = 0;
   while (waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {

@@ -469,6 +469,7 @@ typedef struct {
   pid_t pid;
   int wstatus;
   bool exec_failed;
+  int exec_errno;      // why, when exec_failed
   uint64_t exec_ns;    // CLOCK_MONOTONIC when its exec took over: the kernel's COMM_EXEC
                        // record's time, else when its close-on-exec files were seen closed
   bool exec_exact;     // exec_ns is the kernel's
@@ -708,10 +709,10 @@ static bool start_program(char** argv, bool watch, child_t* c) {
     ssize_t got = read(go_pipe[0], &go, 1);
     (void)got;
     execvp(argv[0], argv);
-    int err = errno;
+    int err = cli_exec_errno(argv[0], errno);
     ssize_t wrote = write(status_pipe[1], &err, sizeof(err));
     (void)wrote;
-    _exit(127);
+    _exit(cli_exec_status(err));
   }
   close(go_pipe[0]);
   close(status_pipe[1]);
@@ -725,6 +726,7 @@ static bool start_program(char** argv, bool watch, child_t* c) {
   close(go_pipe[1]);
   int err = 0;
   c->exec_failed = read(status_pipe[0], &err, sizeof(err)) == (ssize_t)sizeof(err);
+  c->exec_errno = err;
   c->exec_ns = now_ns();
   close(status_pipe[0]);
   if (c->exec_failed) {
@@ -938,12 +940,13 @@ static int stat_command(int argc, char** argv) {
     double seconds = 0;
     code = run_between(&s, program, false, &child, &seconds);
     const bool exec_failed = child.exec_failed;
+    const int exec_errno = child.exec_errno;
     free_child(&child);
     uint64_t* counts = calloc((size_t)s.buffers * ZXS_PERFMON_MAX_NUM_EVENTS, sizeof(uint64_t));
     stat_t st = {.events = &events, .counts = counts};
     bool full = false;
     if (code < 0) {
-      code = exec_failed ? 127 : 1;
+      code = exec_failed ? cli_exec_status(exec_errno) : 1;  // as a shell: 127 or 126
     } else if (counts == NULL || !read_buffers(&s, add_counts, &st, &full, NULL)) {
       code = 1;
     } else {
@@ -1257,7 +1260,7 @@ static int record_command(int argc, char** argv) {
   if (code < 0) {
     free_child(&child);
     session_end(&s);
-    return program != NULL && child.exec_failed ? 127 : 1;
+    return program != NULL && child.exec_failed ? cli_exec_status(child.exec_errno) : 1;
   }
   pcs_t pcs = {.pid = program != NULL ? (uint32_t)(child.pid > 0 ? child.pid : -child.pid) : 0,
                .since = child.exec_ns};
