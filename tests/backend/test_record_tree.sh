@@ -133,9 +133,17 @@ check "--no-inherit: says how many children it did not follow" \
 
 # --- 5. A running process (-p) ------------------------------------------------------------------
 
+# until PID is the target, not the shell that forked it on its way to exec: 10 s at most
+wait_exec() {
+  for _ in $(seq 1 1000); do
+    [ "$(cat "/proc/$1/comm" 2>/dev/null)" = record_target ] && return
+    sleep 0.01
+  done
+}
+
 "$TARGET" spin 30 &
 BG=$!
-sleep 0.3
+wait_exec "$BG"
 sh -c '"$@"; echo $? >"'"$T/attach.status"'"' sh "$ZXS" record -p "$BG" -d 1 -o "$T/attach.fxt" \
   >"$T/attach.out" 2>"$T/attach.err"
 "$ZXS" report "$T/attach.fxt" >"$T/attach.txt" 2>&1
@@ -148,7 +156,7 @@ wait "$BG" 2>/dev/null
 BG=""
 "$TARGET" spin 0.5 &
 BG=$!
-sleep 0.1
+wait_exec "$BG"  # then it has 0.5 s of CPU time to go
 timeout 20 "$ZXS" record -p "$BG" -o "$T/attach-end.fxt" >/dev/null 2>&1
 check "-p PID without a duration ends when the process does (status $?)" [ -s "$T/attach-end.fxt" ]
 wait "$BG" 2>/dev/null
@@ -344,10 +352,19 @@ read -r cpu queue faults locks <<<"$(runtime_of "$T/runtime.txt" spinner)"
 read -r own_cpu own_wall <<<"$(own_of "$T/runtime.out" spinner)"
 check "runtime: the spinner's cpu_time is its CPU ($cpu ms; it measured $own_cpu)" \
   within "$cpu" "$own_cpu" 5 5
-check "runtime: the spinner takes no page-fault time ($faults ms)" within "$faults" 0 0 1
+# (unprivileged, the page-fault rings may find no locked memory left after the sampling rings:
+# then the report says page faults were not measured, and why)
+faults_why() { grep -q '^Not measured: .*page_fault_time' "$T/runtime.txt"; }
+if [ "$faults" = - ] && [ "$(id -u)" -ne 0 ]; then
+  check "runtime: page faults not measured, and the report says why" faults_why
+else
+  check "runtime: the spinner takes no page-fault time ($faults ms)" within "$faults" 0 0 1
+fi
 spinner_locks=$locks
 read -r cpu queue faults locks <<<"$(runtime_of "$T/runtime.txt" toucher)"
-check "runtime: the first-touch thread's page_fault_time > 5 ms ($faults ms)" above "$faults" 5
+if [ "$faults" != - ] || [ "$(id -u)" -eq 0 ]; then
+  check "runtime: the first-touch thread's page_fault_time > 5 ms ($faults ms)" above "$faults" 5
+fi
 for n in 1 2; do
   read -r cpu queue faults locks <<<"$(runtime_of "$T/runtime.txt" "pinned-$n")"
   read -r own_cpu own_wall <<<"$(own_of "$T/runtime.out" "pinned-$n")"
