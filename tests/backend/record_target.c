@@ -6,11 +6,11 @@
 // Modes: return (status 5), exit (4), _exit (3), _Exit (2), thread_exit (6: exit_group from a
 // second thread), abort, segv, kill9 (SIGKILL to itself), exec (execs `sh -c 'exit 9'`),
 // tree (three levels of processes: level0 forks level1 forks level2), vfork (a vfork child
-// that execs itself in `spin` mode), spin (spins for SECONDS), syscalls (SECONDS of getppid
-// and writes to /dev/null: kernel time), deep (spins 200 calls deep: stacks cut at the depth
-// limit), runtime (where a thread's time went, RFC-0084: a thread "spinner" that spins SECONDS of
-// CPU while "toucher" first-touches 256 MiB; then "pinned-1" and "pinned-2", pinned to CPU 0,
-// each spin SECONDS of CPU there; then four "mapper-N" threads mmap and munmap for SECONDS,
+// that execs itself in `spin` mode), spin (spins for SECONDS), syscalls (SECONDS of CPU in
+// getppid and writes to /dev/null: kernel time), deep (spins 200 calls deep: stacks cut at the
+// depth limit), runtime (where a thread's time went, RFC-0084: a thread "spinner" that spins
+// SECONDS of CPU while "toucher" first-touches 256 MiB; then "pinned-1" and "pinned-2", pinned to
+// CPU 0, each spin SECONDS of CPU there; then four "mapper-N" threads mmap and munmap for SECONDS,
 // contending on the address-space lock. Each thread sleeps 300 ms before it exits, so that the
 // recorder reads its final run delay; it prints "NAME TID CPU_MS WALL_MS" of its busy part).
 #define _GNU_SOURCE
@@ -59,8 +59,8 @@ SPINNER(level2, 13)
 __attribute__((noinline)) static void syscall_loop(double secs) {
   int fd = open("/dev/null", O_WRONLY);
   char buf[4096] = {0};
-  const double end = now() + secs;
-  while (now() < end) {
+  const double end = cpu_now() + secs;  // user and kernel time both count
+  while (cpu_now() < end) {
     for (int i = 0; i < 100; i++) {
       sink += (unsigned long)getppid();
       if (write(fd, buf, sizeof(buf)) < 0) sink++;

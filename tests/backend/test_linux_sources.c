@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -179,6 +180,35 @@ static void assert_clean(uint32_t i) {
 static int64_t thread_cpu_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// The time thread `t` (0: the caller) is on a CPU as the kernel's task clock counts it, from a
+// counting event opened now: the clock the perf sources sample by (it runs ahead of the thread's
+// CPU clock by what a VM's host takes meanwhile), and at least the CPU clock the timer source
+// samples by. -1 where perf events are refused.
+static int task_clock_open(zx_koid_t t) {
+  struct perf_event_attr attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.size = sizeof(attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.exclude_kernel = 1;  // needed at perf_event_paranoid 2; a task clock counts either way
+  return (int)syscall(SYS_perf_event_open, &attr, (pid_t)t, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+// What task_clock_open's event counted, closing it; `cpu_ns` (the thread's CPU clock over the
+// same time, for where the event could not be opened) otherwise.
+static int64_t task_clock_close(int fd, int64_t cpu_ns) {
+  uint64_t count = 0;
+  const bool read_ok = fd >= 0 && read(fd, &count, sizeof(count)) == (ssize_t)sizeof(count);
+  if (fd >= 0) close(fd);
+  return read_ok && (int64_t)count > cpu_ns ? (int64_t)count : cpu_ns;
+}
+
+static int64_t clock_ns(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -678,9 +708,10 @@ static void samples_self(const char* which) {
       which, (unsigned long long)n, (unsigned long long)overruns, (long long)(ran / 1000000),
       (long long)(eff / 1000), (unsigned long long)expected);
   // Each period is sampled or, when the timer source could not fire in time (it fires only at
-  // ticks where the thread is on a CPU), counted as an overrun.
+  // ticks where the thread is on a CPU), counted as an overrun, or (perf-ring, when its
+  // collector waited for a CPU while the ring filled) counted as dropped.
   assert_true(n > 0);
-  assert_true(n + overruns >= expected / 4);
+  assert_true(n + overruns + atomic_load(&g_dropped) >= expected / 4);
   assert_true(n <= expected * 2 + 5);
   assert_clean(0);
   // Nothing after disarm (one already queued may still land).
@@ -744,7 +775,7 @@ static void samples_other(const char* which) {
   print_message("%s: other thread got %llu samples, %llu overruns (expected about %llu)\n", which,
                 (unsigned long long)n, (unsigned long long)overruns, (unsigned long long)expected);
   assert_true(n > 0);
-  assert_true(n + overruns >= expected / 4);
+  assert_true(n + overruns + atomic_load(&g_dropped) >= expected / 4);  // as in samples_self
   assert_true(n <= expected * 2 + 5);
   assert_clean(1);
   for (uint32_t i = 0; i < NSLOTS; i++) {
@@ -798,11 +829,18 @@ static void blocked_threads(const char* which) {
   while (task_state(w.tid) != 'S') {
     sched_yield();
   }
+  clockid_t worker_clock;
+  assert_int_equal(pthread_getcpuclockid(w.thread, &worker_clock), 0);
+  const int counter = task_clock_open(w.tid);
+  const int64_t cpu0 = clock_ns(worker_clock);
   assert_int_equal(zxs_prim_source_arm(slot, ZXS_LINUX_PERF_MIN_PERIOD), ZX_OK);
   sleep_ms(400);  // it sleeps, then blocks in read()
   assert_int_equal(write(w.pipe_fds[1], "x", 1), 1);
   wait_for(&w.done, 1);
   zxs_prim_source_disarm(slot);
+  // Blocked in its second read() until told: still alive to be asked.
+  const int64_t on_cpu = task_clock_close(counter, clock_ns(worker_clock) - cpu0);
+  const zx_duration_t period = atomic_load(&slot->period);
   assert_int_equal(write(w.pipe_fds[1], "y", 1), 1);
   assert_int_equal(pthread_join(w.thread, NULL), 0);
   close(w.pipe_fds[0]);
@@ -811,11 +849,15 @@ static void blocked_threads(const char* which) {
   assert_int_equal(w.read_rc, 1);
   // Blocked, it is never sampled; but between waking from nanosleep and blocking in read(),
   // and again after the read, it runs for a moment (hundreds of microseconds under TSan on a
-  // loaded machine: more than 2 once), which can earn a few samples at the minimum period.
-  // 300 ms of sampling while running would give over 2000.
-  print_message("%s: %llu samples of a thread that slept and blocked\n", which,
-                (unsigned long long)atomic_load(&g_samples[2]));
-  assert_true(atomic_load(&g_samples[2]) <= 20);
+  // loaded machine), which can earn a few samples at the minimum period: at most one per
+  // period of the time it was on a CPU while armed (a timer source fires no more often than
+  // its resolution). Sampled while asleep, it would get 400 ms worth.
+  const uint64_t n = atomic_load(&g_samples[2]);
+  print_message(
+      "%s: %llu samples of a thread that slept and blocked, %lld us on a CPU at %lld us\n", which,
+      (unsigned long long)n, (long long)(on_cpu / 1000), (long long)(period / 1000));
+  assert_true(period >= ZXS_LINUX_PERF_MIN_PERIOD);
+  assert_true(n <= (uint64_t)(on_cpu / period) + 1);
 }
 
 static void test_perf_blocked_threads(void** state) {
@@ -1225,27 +1267,37 @@ static void assert_calibration(const zxs_linux_calibration_t* c, zxs_sample_sour
 }
 
 // Slot `i` on this thread, armed at 10 us with the source in force, is raised to the floor of
-// calibration `c`, says so, and keeps at least half of its speed.
+// calibration `c`, says so, and is sampled at that period, not faster. (How much of its speed the
+// thread keeps at the floor is printed: a performance figure, which on a shared VM went from 32%
+// to 230% between runs of this test; bench_sampler is the place to measure it.)
 static void assert_throttled_progress(uint32_t i, const zxs_linux_calibration_t* c) {
   zxs_thread_slot_t* slot = attach_self(i);
   const uint64_t iterations = c->iterations > 0 ? c->iterations * 5 : 50000000;
   const int64_t base = work(iterations);
+  const int counter = task_clock_open(0);
+  const int64_t cpu0 = thread_cpu_ns();
   assert_int_equal(zxs_prim_source_arm(slot, ZX_SAMPLER_MIN_PERIOD), ZX_OK);
   const int64_t sampled = work(iterations);
   zxs_prim_source_disarm(slot);
+  const int64_t on_cpu = task_clock_close(counter, thread_cpu_ns() - cpu0);
   const uint64_t n = atomic_load(&g_samples[i]);
   print_message(
       "10 us requested: period %lld ns, throttled %llu; work took %lld us sampled vs "
-      "%lld us alone (%.0f%% progress), %llu samples, %llu dropped\n",
+      "%lld us alone (%.0f%% progress), %lld us on a CPU armed; %llu samples, %llu "
+      "dropped\n",
       (long long)atomic_load(&slot->period), (unsigned long long)atomic_load(&slot->throttled),
       (long long)(sampled / 1000), (long long)(base / 1000), 100.0 * (double)base / (double)sampled,
-      (unsigned long long)n, (unsigned long long)atomic_load(&g_dropped));
+      (long long)(on_cpu / 1000), (unsigned long long)n,
+      (unsigned long long)atomic_load(&g_dropped));
   assert_int_equal(atomic_load(&slot->period), c->floor);
   if (c->floor > ZX_SAMPLER_MIN_PERIOD) {
     assert_int_equal(atomic_load(&slot->throttled), 1);
   }
   assert_true(n > 0);
-  assert_true(sampled < 2 * base);  // real progress: at least half speed
+  // What keeps the thread from livelocking: at most one sample per period of the time it spent
+  // on a CPU while armed (the task clock's timer runs only then), where a source left at 10 us
+  // would take floor / 10 us times as many; one more for a signal still queued at disarm.
+  assert_true(n <= (uint64_t)(on_cpu / c->floor) + 1);
   assert_clean(i);
 }
 
@@ -1386,20 +1438,32 @@ static void test_ring_flush_and_disarm_write(void** state) {
   }
   zxs_linux_ring_hold_collector(true);
   zxs_thread_slot_t* slot = attach_self(0);
+  int counter = task_clock_open(0);
+  int64_t cpu0 = thread_cpu_ns();
   assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_OK);
   busy(10000000);
   sleep_ms(3 * 20);  // several drain intervals: a collector not held would have drained
   assert_int_equal(atomic_load(&g_samples[0]), 0);
   zxs_prim_sampling_flush();
+  const int64_t first_on_cpu = task_clock_close(counter, thread_cpu_ns() - cpu0);
   const uint64_t flushed = atomic_load(&g_samples[0]);
+  counter = task_clock_open(0);
+  cpu0 = thread_cpu_ns();
   busy(10000000);
   zxs_prim_source_disarm(slot);
+  const int64_t second_on_cpu = task_clock_close(counter, thread_cpu_ns() - cpu0);
   const uint64_t disarmed = atomic_load(&g_samples[0]) - flushed;
   zxs_linux_ring_hold_collector(false);
-  print_message("flush wrote %llu, disarm %llu (10 ms of CPU at 1 ms each; the ring holds 12+)\n",
-                (unsigned long long)flushed, (unsigned long long)disarmed);
-  assert_true(flushed >= 3 && flushed <= 12);
-  assert_true(disarmed >= 3 && disarmed <= 12);
+  print_message(
+      "flush wrote %llu, disarm %llu (10 ms of CPU at 1 ms each: %lld and %lld us on a CPU; the "
+      "ring holds 12+)\n",
+      (unsigned long long)flushed, (unsigned long long)disarmed, (long long)(first_on_cpu / 1000),
+      (long long)(second_on_cpu / 1000));
+  // Each wrote what was taken before it (10 ms of CPU: 10 periods), and no more than one sample
+  // per period of the time the thread was on a CPU (the second part also the period under way
+  // at the flush, and the moment before its count began).
+  assert_true(flushed >= 3 && flushed <= (uint64_t)(first_on_cpu / 1000000) + 1);
+  assert_true(disarmed >= 3 && disarmed <= (uint64_t)(second_on_cpu / 1000000) + 2);
   assert_int_equal(atomic_load(&g_dropped), 0);
   assert_clean(0);
 }

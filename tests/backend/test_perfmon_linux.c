@@ -392,8 +392,10 @@ static pcs_t sample_pcs(zx_handle_t ctl, uint32_t flags, bool syscalls, int64_t 
                                              flags | ZXS_PERFMON_EVENT_FLAG_COLLECT_PC};
   assert_int_equal(zxs_perfmon_stage_config(ctl, &c), ZX_OK);
   assert_int_equal(zxs_perfmon_start(ctl), ZX_OK);
-  const int64_t end = sc_now_ns() + ms * 1000000;
-  while (sc_now_ns() < end) {
+  // `ms` of this thread's CPU time, not of wall time: cpu-clock samples whoever is on the CPU,
+  // and on a loaded machine this thread is there for a fraction of the wall time only.
+  const int64_t end = sc_thread_cpu_ns() + ms * 1000000;
+  while (sc_thread_cpu_ns() < end) {
     if (syscalls) {
       for (int i = 0; i < 1000; i++) (void)syscall(SYS_getppid);
     } else {

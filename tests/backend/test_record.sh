@@ -176,6 +176,7 @@ done
 # The workload would run for a minute. SIGTERM goes to the program (then to the recorder, which
 # passes it on): each time the profile must be written and the recorder must report the death
 # by SIGTERM.
+hz=$(getconf CLK_TCK)
 for target in program recorder; do
   "$ZXS" record -o "$T/term.fxt" -- "$WORKLOAD" 60 >"$T/term.out" 2>"$T/term.err" &
   BG=$!
@@ -188,7 +189,14 @@ for target in program recorder; do
     sleep 0.01
   done
   check "the recorded workload started ($target)" [ -n "$child" ]
-  sleep 0.5  # let it collect some samples
+  # Let it collect some samples: until it has run 200 ms of CPU (utime + stime, in clock ticks),
+  # however long that takes on a loaded machine.
+  for _ in $(seq 1 3000); do
+    [ -n "$child" ] || break
+    ran=$(awk '{ print $14 + $15 }' "/proc/$child/stat" 2>/dev/null)
+    [ "${ran:-0}" -ge "$((hz / 5))" ] && break
+    sleep 0.01
+  done
   if [ "$target" = program ] && [ -n "$child" ]; then kill -TERM "$child"; fi
   if [ "$target" = recorder ]; then kill -TERM "$BG"; fi
   for _ in $(seq 1 3000); do

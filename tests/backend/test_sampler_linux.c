@@ -13,7 +13,7 @@
 //                             start, run, stop, read every record: kernel format byte for byte,
 //                             pid, tids, frame 0 in code that ran, callers in frames 1..n
 //   2 ratio_3_to_1            3:1 CPU split -> 3:1 sample split
-//   3 equal_threads           two equally busy threads -> equal sample counts and rates
+//   3 equal_threads           two equally busy threads -> equal sample rates per CPU ms
 //   4 blocked_threads         nanosleep / read / pthread_cond_wait: no samples, not disturbed
 //   5 regions_unchanged_...   nothing changes after stop while attached threads keep running
 //   6 full_regions            one-page regions fill: dropped_full, clean end, zero tail
@@ -765,10 +765,11 @@ static void test_equal_threads(void** state) {
       "equal threads: %zu and %zu samples (ratio %.2f) for %.0f and %.0f ms of CPU "
       "(%.2f and %.2f samples/ms)\n",
       n0, n1, share, cpu0, cpu1, rate0, rate1);
-  // Tolerance: at least 100 samples each, the ratio of counts and of samples per CPU ms both
-  // in [0.67, 1.5].
+  // Tolerance: at least 100 samples each, and samples per CPU ms in [0.67, 1.5] of each other:
+  // each thread's share of the samples is its share of the CPU time. (The same work takes the
+  // two threads the same CPU time only on an even machine: on a shared VM one vCPU's host core
+  // may be busier than the other's, so the ratio of the counts alone is printed, not asserted.)
   assert_true(n0 >= 100 && n1 >= 100);
-  assert_true(share >= 0.67 && share <= 1.5);
   assert_true(rate0 / rate1 >= 0.67 && rate0 / rate1 <= 1.5);
   assert_true(counts[IN_SPIN] * 10 >= s.count * 8);
   samples_free(&s);

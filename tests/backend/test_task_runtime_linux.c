@@ -1,9 +1,13 @@
 // ZX_INFO_TASK_RUNTIME on Linux against independent measures taken in the same run: the thread
-// CPU clock, getrusage's kernel time and fault counts, wall time of threads pinned to one CPU.
-// Only ratios with generous bounds: the machine is a shared, noisy VM.
+// CPU clock, getrusage's kernel time and fault counts, wall time of threads pinned to one CPU,
+// the scheduler's own run delay. The machine is a shared, noisy VM (and CI runs this under
+// TSan): the assertions are what the kernel's accounting guarantees whatever the load (a time
+// inside the interval it was measured over, a wait while another thread held the one CPU), and
+// the ratios that depend on the load are printed, not asserted.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <pthread.h>
@@ -19,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,23 +116,62 @@ typedef struct {
   pthread_barrier_t* start;
   int64_t cpu_ns;  // to spin
   zx_info_task_runtime_t before, after;
-  int64_t wall;
+  int64_t outer0, t0, t1, outer1;  // CLOCK_MONOTONIC: before `before`, spin, after `after`
+  pid_t tid;
 } competitor_t;
 
 static void* compete(void* arg) {
   competitor_t* c = arg;
+  c->tid = (pid_t)syscall(SYS_gettid);
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(0, &one);
   assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
   const zx_handle_t self = zx_thread_self();
   pthread_barrier_wait(c->start);
+  c->outer0 = wall_ns();
   c->before = runtime_of(self);
-  const int64_t t0 = wall_ns();
+  c->t0 = wall_ns();
   spin_ns(c->cpu_ns);
-  c->wall = wall_ns() - t0;
+  c->t1 = wall_ns();
   c->after = runtime_of(self);
+  c->outer1 = wall_ns();
   return NULL;
+}
+
+// The time during which at least two of the `n` intervals [from[i], to[i]) overlap, counted
+// once per interval beyond the first: the least run delay `n` threads pinned to one CPU and
+// runnable throughout their intervals have between them (while one runs, the others wait).
+static int64_t must_wait(const int64_t* from, const int64_t* to, int n) {
+  int64_t total = 0;
+  int64_t at = INT64_MIN;
+  int inside = 0;
+  for (;;) {  // sweep the interval ends in time order
+    int64_t next = INT64_MAX;
+    for (int i = 0; i < n; i++) {
+      if (from[i] > at && from[i] < next) next = from[i];
+      if (to[i] > at && to[i] < next) next = to[i];
+    }
+    if (next == INT64_MAX) return total;
+    if (inside > 1) total += (int64_t)(inside - 1) * (next - at);
+    for (int i = 0; i < n; i++) inside += (from[i] == next) - (to[i] == next);
+    at = next;
+  }
+}
+
+// The run delay (CLOCK_MONOTONIC nanoseconds) by which the scheduler's clock, read at its own
+// moments, may differ from intervals timed here.
+#define SCHED_CLOCK_SLACK_NS 1000000
+
+// Waits until thread `tid` of this process is gone from /proc (pthread_join returns a moment
+// before the kernel lets go of it): 10 s at most.
+static void wait_gone(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+  for (int i = 0; i < 10000 && access(path, F_OK) == 0; i++) {
+    const struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
 }
 
 static void queue_time_of_threads_pinned_to_one_cpu(void** state) {
@@ -143,17 +187,31 @@ static void queue_time_of_threads_pinned_to_one_cpu(void** state) {
   for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, compete, &c[i]);
   for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
   pthread_barrier_destroy(&start);
+  for (int i = 0; i < 2; i++) wait_gone(c[i].tid);  // not to be counted live by the next test
+  int64_t from[2], to[2], queues = 0;
   for (int i = 0; i < 2; i++) {
-    const double cpu = (double)(c[i].after.cpu_time - c[i].before.cpu_time);
-    const double queue = (double)(c[i].after.queue_time - c[i].before.queue_time);
-    const double wall = (double)c[i].wall;
-    printf("pinned thread %d: wall %.0f ms, cpu %.0f ms, queue %.0f ms\n", i, wall / 1e6, cpu / 1e6,
-           queue / 1e6);
-    // Sharing one CPU with an equal competitor: a good part of the wall time is waiting.
-    assert_true(queue > 0.2 * wall);
-    // Running + waiting to run is where a spinning thread's wall time goes.
-    assert_true(cpu + queue > 0.7 * wall && cpu + queue < 1.1 * wall);
+    const int64_t cpu = c[i].after.cpu_time - c[i].before.cpu_time;
+    const int64_t queue = c[i].after.queue_time - c[i].before.queue_time;
+    const int64_t wall = c[i].t1 - c[i].t0;
+    printf(
+        "pinned thread %d: wall %.0f ms, cpu %.0f ms, queue %.0f ms (%.0f%% of the wall time "
+        "waiting, %.0f%% neither running nor waiting: the host's, or the interrupts')\n",
+        i, (double)wall / 1e6, (double)cpu / 1e6, (double)queue / 1e6,
+        100.0 * (double)queue / (double)wall, 100.0 * (double)(wall - cpu - queue) / (double)wall);
+    // It spun that much CPU time between the two reads.
+    assert_true(cpu >= c[i].cpu_ns);
+    // Running and waiting to run are parts of the time between the two reads, apart.
+    assert_true(cpu + queue <= c[i].outer1 - c[i].outer0 + SCHED_CLOCK_SLACK_NS);
+    from[i] = c[i].t0;
+    to[i] = c[i].t1;
+    queues += queue;
   }
+  // Sharing one CPU: while both spun, one of them waited, whatever else the CPU was doing.
+  const int64_t waited = must_wait(from, to, 2);
+  printf("pinned threads: both spinning for %.0f ms, queue time %.0f ms between them\n",
+         (double)waited / 1e6, (double)queues / 1e6);
+  assert_true(waited > 0);
+  assert_true(queues >= waited - SCHED_CLOCK_SLACK_NS);
 }
 
 // --- Threads that exited: their queue time up to the exit -----------------------------------
@@ -171,36 +229,71 @@ static int64_t own_run_delay(void) {
 typedef struct {
   pthread_barrier_t* start;
   pthread_barrier_t* measured;  // after the main thread's first query of each handle
+  int64_t t0, t1;               // CLOCK_MONOTONIC around its spin
   int64_t wall, cpu, delay;     // the independent measures, taken just before it returns
+  int64_t delay_read_at;        // CLOCK_MONOTONIC just before it read `delay`
+  pid_t tid;
 } exiter_t;
 
 static void* pinned_then_exits(void* arg) {
   exiter_t* e = arg;
+  e->tid = (pid_t)syscall(SYS_gettid);
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(0, &one);
   assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
   pthread_barrier_wait(e->measured);
   pthread_barrier_wait(e->start);
-  const int64_t t0 = wall_ns();
+  e->t0 = wall_ns();
   const int64_t c0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
   spin_ns(150000000);
   e->cpu = ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
-  e->wall = wall_ns() - t0;
+  e->t1 = wall_ns();
+  e->wall = e->t1 - e->t0;
+  e->delay_read_at = wall_ns();
   e->delay = own_run_delay();  // since the thread began: its whole queue time but the exit's
   return NULL;
 }
 
+// The run delay of every thread of this process now (/proc/self/task/*/schedstat), for
+// `tids`/`delays` (at most `max`); returns how many.
+static int live_run_delays(pid_t* tids, int64_t* delays, int max) {
+  DIR* dir = opendir("/proc/self/task");
+  assert_non_null(dir);
+  int n = 0;
+  for (struct dirent* d; (d = readdir(dir)) != NULL && n < max;) {
+    const pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
+    if (tid <= 0) continue;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+    FILE* f = fopen(path, "r");
+    if (f == NULL) continue;  // gone meanwhile
+    unsigned long long run = 0, delay = 0;
+    if (fscanf(f, "%llu %llu", &run, &delay) == 2) {
+      tids[n] = tid;
+      delays[n++] = (int64_t)delay;
+    }
+    fclose(f);
+  }
+  closedir(dir);
+  return n;
+}
+
 // Four threads pinned to one CPU queue behind each other, then exit; no query runs on them
 // after the main thread's first one. The process and each thread's handle still report their
-// queue time up to the exit (the kernel's exit records), within 10% of the run delay each read
-// of itself just before returning.
+// queue time up to the exit (the kernel's exit records): at least the run delay each read of
+// itself just before returning, and no more than it could add until its join; the process's
+// change no less than theirs and the main thread's, and no more than theirs and the change of
+// every thread alive throughout.
 static void queue_time_of_exited_threads_counts_to_their_exit(void** state) {
   (void)state;
-  enum { kThreads = 4 };
-  const int64_t main_delay0 = own_run_delay();
-  if (main_delay0 < 0) skip_because("no /proc/thread-self/schedstat here");
+  enum { kThreads = 4, kMaxLive = 64 };
+  if (own_run_delay() < 0) skip_because("no /proc/thread-self/schedstat here");
+  pid_t live_tids0[kMaxLive], live_tids1[kMaxLive];
+  int64_t live0[kMaxLive], live1[kMaxLive];
+  const int nlive0 = live_run_delays(live_tids0, live0, kMaxLive);
   const zx_info_task_runtime_t proc_before = runtime_of(zx_process_self());
+  const int64_t main_delay0 = own_run_delay();
   const uint32_t proc_fields = fields_of(zx_process_self());
   pthread_barrier_t start, measured;
   pthread_barrier_init(&start, NULL, kThreads + 1);
@@ -219,14 +312,23 @@ static void queue_time_of_exited_threads_counts_to_their_exit(void** state) {
   }
   pthread_barrier_wait(&measured);
   pthread_barrier_wait(&start);
-  for (int i = 0; i < kThreads; i++) pthread_join(t[i], NULL);
+  int64_t joined_at[kThreads];
+  for (int i = 0; i < kThreads; i++) {
+    pthread_join(t[i], NULL);
+    joined_at[i] = wall_ns();
+  }
   pthread_barrier_destroy(&start);
   pthread_barrier_destroy(&measured);
-  const zx_info_task_runtime_t proc_after = runtime_of(zx_process_self());
+  // Gone for good: a thread that has left its exit record but is still being released would be
+  // counted twice by the kernel's sum over the process (its record, and as a live thread).
+  for (int i = 0; i < kThreads; i++) wait_gone(e[i].tid);
   const int64_t main_delay = own_run_delay() - main_delay0;
+  const zx_info_task_runtime_t proc_after = runtime_of(zx_process_self());
+  const int nlive1 = live_run_delays(live_tids1, live1, kMaxLive);
 
   const bool totals = (proc_fields & ZXS_TASK_RUNTIME_TOTALS_AT_EXIT) != 0;
-  double sum = 0;
+  int64_t sum = 0, final_sum = 0;
+  int64_t from[kThreads], to[kThreads];
   for (int i = 0; i < kThreads; i++) {
     const zx_info_task_runtime_t after = runtime_of(handle[i]);
     uint32_t after_fields = 0;
@@ -238,27 +340,65 @@ static void queue_time_of_exited_threads_counts_to_their_exit(void** state) {
         (double)e[i].delay / 1e6, (double)first[i].queue_time / 1e6, (double)after.queue_time / 1e6,
         (after_fields & ZXS_TASK_RUNTIME_TOTALS_AT_EXIT) != 0 ? "" : " (not to its exit)");
     assert_true(e[i].delay > 0);
-    sum += (double)e[i].delay;
+    sum += e[i].delay;
+    final_sum += after.queue_time;
+    from[i] = e[i].t0;
+    to[i] = e[i].t1;
     // Live and measured while taskstats listens: its totals will be there at its exit.
     assert_int_equal((fields[i] & ZXS_TASK_RUNTIME_TOTALS_AT_EXIT) != 0, totals);
     assert_int_equal((after_fields & ZXS_TASK_RUNTIME_TOTALS_AT_EXIT) != 0, totals);
     if (totals) {
-      // Its record also has the queue time after that read (the exit path): never less.
+      // Its record also has the queue time after that read (the exit path): never less, and
+      // no more than the time from that read to its join.
       assert_true(after.queue_time >= e[i].delay);
-      assert_true((double)after.queue_time <= 1.1 * (double)e[i].delay);
+      assert_true(after.queue_time <=
+                  e[i].delay + (joined_at[i] - e[i].delay_read_at) + SCHED_CLOCK_SLACK_NS);
       assert_true(after.cpu_time >= e[i].cpu);
     }
   }
-  const double proc = (double)(proc_after.queue_time - proc_before.queue_time);
-  // The threads' run delay, and the main thread's meanwhile (on a loaded machine it waits too).
-  const double expected = sum + (double)main_delay;
-  printf("process: queue_time %+.1f ms, the exited threads' run delay %.1f ms + main's %.1f ms%s\n",
-         proc / 1e6, sum / 1e6, (double)main_delay / 1e6,
-         totals ? "" : " (taskstats refused: exited threads stop at their last read)");
+  // They queued behind each other: while k of them spun, k - 1 waited.
+  const int64_t waited = must_wait(from, to, kThreads);
+  printf("exited threads: run delay %.1f ms between them, at least %.1f ms of it while they spun\n",
+         (double)sum / 1e6, (double)waited / 1e6);
+  assert_true(waited > 0);
+  assert_true(sum >= waited - SCHED_CLOCK_SLACK_NS);
+
+  const int64_t proc = proc_after.queue_time - proc_before.queue_time;
+  // The change of the threads alive before and after (the main thread, the library's, a
+  // sanitizer's); a thread that ended between the two reads other than ours (one of an earlier
+  // test's, still on its way out) adds what it waited until its exit, unknown here.
+  int64_t live_change = 0;
+  bool vanished = false;
+  for (int i = 0; i < nlive0; i++) {
+    bool found = false;
+    for (int j = 0; j < nlive1 && !found; j++) {
+      if (live_tids1[j] == live_tids0[i]) {
+        live_change += live1[j] - live0[i];
+        found = true;
+      }
+    }
+    vanished |= !found;
+  }
+  for (int j = 0; j < nlive1; j++) {
+    bool found = false;
+    for (int i = 0; i < nlive0 && !found; i++) found = live_tids0[i] == live_tids1[j];
+    if (!found) live_change += live1[j];  // began meanwhile
+  }
+  printf(
+      "process: queue_time %+.1f ms; the exited threads' %.1f ms at exit (%.1f ms read before "
+      "returning) + main's %.1f ms; every live thread's %+.1f ms%s\n",
+      (double)proc / 1e6, (double)final_sum / 1e6, (double)sum / 1e6, (double)main_delay / 1e6,
+      (double)live_change / 1e6,
+      totals ? "" : " (taskstats refused: exited threads stop at their last read)");
   if (!totals) skip_because("taskstats refused here (needs CAP_NET_ADMIN): totals at exit missing");
-  // They queued behind each other: a good part of their wall time.
-  assert_true(sum > 0.3 * (double)(e[0].wall + e[1].wall + e[2].wall + e[3].wall));
-  assert_true(proc >= 0.9 * expected && proc <= 1.1 * expected);
+  // The exited threads' queue time to their exit and the main thread's meanwhile, at least.
+  assert_true(proc >= final_sum + main_delay);
+  // And no more than theirs and what the threads alive throughout waited.
+  if (vanished) {
+    printf("a thread ended between the two reads of every live thread: no upper bound here\n");
+  } else {
+    assert_true(proc <= final_sum + live_change);
+  }
   for (int i = 0; i < kThreads; i++) zx_handle_close(handle[i]);
 }
 
@@ -288,12 +428,14 @@ static void page_fault_time_of_a_first_touch_loop(void** state) {
       faults, (double)wall / 1e6, (double)system / 1e6, pf / 1e6, 100.0 * pf / (double)wall,
       100.0 * pf / (double)system, pf / faults / 1e3);
   assert_true(faults >= 32768);
-  // The handler runs in the kernel: its time is inside the thread's kernel time (tick-sampled,
-  // so with a tolerance), and a good part of it (the rest is exception entry and exit, and on a
-  // VM the hypervisor's share, which the guest's handler cannot see).
-  assert_true(pf <= 1.3 * (double)system + 8e6);
-  assert_true(pf >= 0.1 * (double)system);
+  // Each fault's time runs from the handler's start to its end, inside the loop: their sum is
+  // within its wall time. (How it compares with the thread's kernel time is printed, not
+  // asserted: a handler preempted on a loaded machine, or whose VM's host takes the CPU,
+  // counts time that is neither, and the kernel time is sampled at ticks.)
   assert_true(pf <= (double)wall);
+  // The handlers are a good part of the kernel time (the rest is exception entry and exit, and
+  // the unmap): waiting inside them only adds to that.
+  assert_true(pf >= 0.1 * (double)system);
   assert_true(pf / faults > 100.0);  // more than 0.1 us per fault
 
   // A thread that only spins takes (almost) no faults.
@@ -346,6 +488,8 @@ static void lock_contention_time_on_the_address_space_lock(void** state) {
       (double)(alone.after.lock_contention_time - alone.before.lock_contention_time);
   printf("uncontended: wall %.1f ms, lock_contention_time %.3f ms\n", (double)alone.wall / 1e6,
          alone_lock / 1e6);
+  // Nothing else of this process takes its address-space lock (another process may read its
+  // /proc files now and then, taking it briefly).
   assert_true(alone_lock < 0.02 * (double)alone.wall);
 
   // Three threads on two CPUs map and unmap at once: they wait for each other's mmap_lock.
@@ -370,10 +514,12 @@ static void lock_contention_time_on_the_address_space_lock(void** state) {
     total += lock;
     wall += (double)m[i].wall;
   }
-  // How much they overlap depends on the machine's load: 3-60% of their wall time here, where
-  // the uncontended thread waits ~0.
-  assert_true(total > 0.02 * wall);
-  assert_true(total > 20.0 * alone_lock / 3.0);
+  // How much they overlap depends on the machine's load (2-60% of their wall time here, where
+  // the uncontended thread waits ~0): that is printed; 60000 write-locked sections at once on
+  // two CPUs meet at least once.
+  printf("contended: %.1f ms of %.1f ms (%.1f%%); uncontended: %.3f%%\n", total / 1e6, wall / 1e6,
+         100.0 * total / wall, 100.0 * alone_lock / (double)alone.wall);
+  assert_true(total > 0);
   // The threads have exited: the process still counts their time.
   const zx_info_task_runtime_t proc_after = runtime_of(zx_process_self());
   assert_true((double)(proc_after.lock_contention_time - proc_before.lock_contention_time) >=
@@ -404,9 +550,10 @@ static void another_thread_and_the_process_after_it_exits(void** state) {
   pthread_create(&t, NULL, worker, &w);
   zx_handle_t thread;
   assert_int_equal(zxs_thread_get(t, &thread), ZX_OK);
-  const uint32_t fields = fields_of(thread);  // measured from here
   clockid_t clock;
   assert_int_equal(pthread_getcpuclockid(t, &clock), 0);
+  const int64_t opening = ns_of(clock);
+  const uint32_t fields = fields_of(thread);  // measured from here
   const int64_t before = ns_of(clock);
   const zx_info_task_runtime_t a = runtime_of(thread);
   const int64_t after = ns_of(clock);
@@ -425,10 +572,15 @@ static void another_thread_and_the_process_after_it_exits(void** state) {
   assert_memory_equal(&b, &by_koid, sizeof(b));
   assert_true(b.cpu_time >= a.cpu_time);
   if ((fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) != 0) {
-    // Its CPU time until its exit, though no query ran on it after a: the time its events ran.
-    // (Within 1%: the events start a moment after the CPU clock that is their base was read;
-    // a stale value would be a.cpu_time, ~50 ms short.)
-    assert_true(b.cpu_time >= w.cpu_end - w.cpu_end / 100);
+    // Its CPU time until its exit, though no query ran on it after a: the time its events ran,
+    // on top of its CPU clock read as they were opened. (Less what it ran between that read and
+    // their start, within the call that opened them: a stale value would be a.cpu_time, ~50 ms
+    // short.)
+    printf(
+        "another thread: cpu_time %.1f ms at exit, its own clock %.1f ms at its end; %.3f ms "
+        "of its CPU time while its events were opened\n",
+        (double)b.cpu_time / 1e6, (double)w.cpu_end / 1e6, (double)(before - opening) / 1e6);
+    assert_true(b.cpu_time >= w.cpu_end - (before - opening));
     assert_true(b.page_fault_time > a.page_fault_time);
     const zx_info_task_runtime_t proc_after = runtime_of(zx_process_self());
     assert_true(proc_after.page_fault_time - proc_before.page_fault_time >=

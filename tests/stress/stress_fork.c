@@ -3,8 +3,9 @@
 //   stress_fork [phase]     (no argument: every phase)
 //
 // The parent samples its main thread and a worker; the main thread forks. Children report
-// through their exit status (and lines on stderr); each runs under alarm() so a hang shows as
-// SIGALRM instead of a stuck test.
+// through their exit status (and lines on stderr); each runs under a limit of its CPU time and
+// one of wall time (a hang spins or sleeps) so that a hang shows as SIGALRM instead of a stuck
+// test.
 //   1 quiet:    the child only spins (no library calls) and exits 0: it must not crash, and
 //               every record in the parent's regions names the parent.
 //   2 own:      the parent stops and hashes its regions; the child creates its own session
@@ -40,13 +41,26 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "stress_util.h"
 
-#define CHILD_ALARM_S 5
+// A child's limits: of its CPU time (a child spins 300 ms at most: one that spins for this long
+// is stuck, however loaded the machine), and of wall time (one stuck asleep on a lock uses no
+// CPU; the others, a few hundred ms of CPU each, take this long only at a share of the CPU no
+// machine running the suite leaves them).
+#define CHILD_CPU_LIMIT_S 5
+#define CHILD_WALL_LIMIT_S 60
 
 static atomic_bool g_stop_workers;
+
+static int64_t clock_ns(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 static _Atomic zx_handle_t g_parent_iob;
 static tid_set_t g_set;
 
@@ -75,14 +89,21 @@ static void* library_hammer(void* arg) {
 
 typedef int (*child_fn)(void* arg);
 
-// Forks; the child runs fn under alarm() and _exit()s with its result. Returns the wait status.
+// Forks; the child runs fn under its limits (SIGALRM) and _exit()s with its result. Returns the
+// wait status.
 static int run_child(child_fn fn, void* arg) {
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
   REQUIRE(pid >= 0, "fork: %s", strerror(errno));
   if (pid == 0) {
-    alarm(CHILD_ALARM_S);
+    struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM};
+    timer_t cpu_limit;
+    if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, &cpu_limit) == 0) {
+      const struct itimerspec limit = {.it_value = {.tv_sec = CHILD_CPU_LIMIT_S}};
+      timer_settime(cpu_limit, 0, &limit, NULL);
+    }
+    alarm(CHILD_WALL_LIMIT_S);
     _exit(fn(arg));
   }
   int status = 0;
@@ -288,25 +309,36 @@ static void phase_close(void) {
   pthread_t t[1];
   zx_handle_t iob;
   // Sample, fork a closing child, keep sampling, count the samples that came after the child
-  // exited: the main thread sleeps, the worker spins all along (about 150 ms of CPU or more in
-  // 300 ms on 2 CPUs, so dozens of samples at a 1 ms period).
+  // exited: the main thread sleeps, the worker spins all along.
   iob = parent_start(1000000, 1, t);
+  clockid_t worker_clock;
+  REQUIRE(pthread_getcpuclockid(t[0], &worker_clock) == 0, "pthread_getcpuclockid");
   sleep_ms(100);
   zxs_sampler_stats_t s1, s2;
   CHECK_OK(zxs_sampler_get_stats(iob, &s1));
   check_child(run_child(child_close, (void*)(uintptr_t)iob), "closing child");
   CHECK_OK(zxs_sampler_get_stats(iob, &s2));
   const uint64_t at_exit = s2.samples_written;
-  sleep_ms(300);
-  CHECK_OK(zxs_sampler_get_stats(iob, &s2));
-  printf("  samples before the fork %llu, when the child had exited %llu, 300 ms later %llu\n",
-         (unsigned long long)s1.samples_written, (unsigned long long)at_exit,
-         (unsigned long long)s2.samples_written);
+  // Samples of the worker's CPU time after the child's exit, not of wall time: on a loaded
+  // machine it is on a CPU for a fraction of it. Counts come as perf-ring's collector drains,
+  // so the first ten may lag; 2 s of its CPU time is 2000 periods (500 at a 4 ms tick).
+  const int64_t cpu0 = clock_ns(worker_clock), wall0 = clock_ns(CLOCK_MONOTONIC);
+  do {
+    sleep_ms(10);
+    CHECK_OK(zxs_sampler_get_stats(iob, &s2));
+  } while (s2.samples_written < at_exit + 10 && clock_ns(worker_clock) - cpu0 < 2000000000 &&
+           clock_ns(CLOCK_MONOTONIC) - wall0 < 60000000000);
+  const int64_t ran = clock_ns(worker_clock) - cpu0;
+  printf(
+      "  samples before the fork %llu, when the child had exited %llu, %llu after the worker "
+      "ran %lld ms more\n",
+      (unsigned long long)s1.samples_written, (unsigned long long)at_exit,
+      (unsigned long long)s2.samples_written, (long long)(ran / 1000000));
   CHECK(s2.samples_written >= at_exit + 10,
-        "LIBRARY BUG: the parent's busy worker got %llu samples in the 300 ms after a child "
-        "closed its copy of the session handle (expected dozens): the child's close disabled "
-        "the parent's sources",
-        (unsigned long long)(s2.samples_written - at_exit));
+        "LIBRARY BUG: the parent's busy worker got %llu samples in the %lld ms of its CPU time "
+        "after a child closed its copy of the session handle (expected hundreds): the child's "
+        "close disabled the parent's sources",
+        (unsigned long long)(s2.samples_written - at_exit), (long long)(ran / 1000000));
   parent_join(1, t);
   CHECK_OK(zxs_sampler_stop(iob));
   check_parent_records(iob, "phase 4");
@@ -333,9 +365,9 @@ static void phase_busy(int forks, bool hammer) {
   }
   CHECK(hung == 0,
         "LIBRARY BUG: phase 5%s: child %d of %d hung in close/create (killed by SIGALRM after "
-        "%d s): the child inherited a lock or a write count that a thread of the parent held at "
-        "fork time",
-        hammer ? "b" : "a", i, forks, CHILD_ALARM_S);
+        "%d s of CPU time or %d s): the child inherited a lock or a write count that a thread of "
+        "the parent held at fork time",
+        hammer ? "b" : "a", i, forks, CHILD_CPU_LIMIT_S, CHILD_WALL_LIMIT_S);
   printf("  %d forks: %d hung, %d failed otherwise\n", i, hung, failed);
   parent_join(hammer ? 3 : 2, t);
   CHECK_OK(zxs_sampler_stop(iob));
