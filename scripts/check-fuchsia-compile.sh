@@ -51,7 +51,7 @@ for target in "${targets[@]}"; do
 import json, os, shlex, subprocess, sys, tempfile
 out, target, gen, sysroot, libc = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 # What the library and the tool are made of (the unwinder is the Linux recorder's).
-wanted = ('libzxsampler_core.a.p', 'libzxsampler_report.a.p', 'libzxsampler_backend.a.p',
+wanted = ('libzxsampler_core.a.p', 'libzxsampler_features.a.p', 'libzxsampler_backend.a.p',
           'zxsampler.p')
 commands = json.load(open(os.path.join(out, 'compile_commands.json')))
 objdir = tempfile.mkdtemp()

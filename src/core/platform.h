@@ -196,7 +196,7 @@ void zxs_prim_perfmon_after_fork_child(zxs_perfmon_run_t* run);
 
 // --- Loaded modules of this process ----------------------------------------------------------
 // The images the calling process has loaded, as its loader lists them: what a trace file
-// records so that its samples can be symbolized later, here or elsewhere (src/report/modules.c
+// records so that its samples can be symbolized later, here or elsewhere (src/symbolize/modules.c
 // turns them into a module list and reads each build ID from the notes). ELF images are given
 // by their program headers; Mach-O images (macOS) the same way, each segment as a PT_LOAD
 // (vmaddr, vmsize, fileoff, initprot as p_flags), with their LC_UUID as the build ID. Not

@@ -42,8 +42,8 @@ cat >"$build/cfg/zxs_config.h" <<EOF
 EOF
 
 common=(-std=c11 -g -O1 -fno-omit-frame-pointer -I"$repo/include" -I"$repo/src/core"
-        -I"$repo/tests/fake" -I"$build/cfg")
-lib_sources=("$repo"/src/core/*.c "$repo/tests/fake/fake_platform.c")
+        -I"$repo/src/perfmon" -I"$repo/src/backend/fake" -I"$build/cfg")
+lib_sources=("$repo"/src/core/*.c "$repo"/src/perfmon/*.c "$repo/src/backend/fake/fake_platform.c")
 
 if [[ "${1:-}" == "--seeds" ]]; then
   "$CC" "${common[@]}" -fsanitize=address,undefined "$here/make_seeds.c" "${lib_sources[@]}" \

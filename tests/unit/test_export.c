@@ -1,10 +1,10 @@
-// The export formats (src/report/export.h) on hand-built profiles: pprof decoded by a small
+// The export formats (src/export/export.h) on hand-built profiles: pprof decoded by a small
 // protobuf reader of its own, folded stacks, markup and the top report compared line by line,
 // the flame graph's SVG checked for structure and proportions. Meant to run under ASan/UBSan.
 //
 // Build (from the repository root):
-//   cc -std=c11 -g -Iinclude -Isrc/report src/report/profile.c src/report/modules.c
-//     src/report/export*.c src/report/protobuf_writer.c tests/unit/test_export.c -lcmocka -lz
+//   cc -std=c11 -g -Iinclude -Isrc/export -Isrc/trace -Isrc/symbolize -Isrc/util src/trace/profile.c src/symbolize/modules.c
+//     src/export/*.c tests/unit/test_export.c -lcmocka -lz
 #define _GNU_SOURCE
 
 #include <inttypes.h>

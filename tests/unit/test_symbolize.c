@@ -3,7 +3,7 @@
 //
 // Build (libdw optional: add -DZXS_HAVE_LIBDW=1 ... -ldw; -rdynamic also exercises .dynsym on
 // the test binary):
-//   cc -std=c11 -g -Iinclude -Isrc/report src/report/*.c tests/unit/test_symbolize.c -lcmocka
+//   cc -std=c11 -g -Iinclude -Isrc/symbolize -Isrc/util src/symbolize/*.c tests/unit/test_symbolize.c -lcmocka
 #define _GNU_SOURCE
 
 #include <dlfcn.h>

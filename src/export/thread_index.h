@@ -1,4 +1,4 @@
-// A profile's thread names by tid (internal to src/report).
+// A profile's thread names by tid (internal to src/export).
 #ifndef ZXSAMPLER_SRC_REPORT_THREAD_INDEX_H_
 #define ZXSAMPLER_SRC_REPORT_THREAD_INDEX_H_
 

@@ -1,4 +1,4 @@
-// A growable NUL-terminated string (internal to src/report), and the growth of a byte buffer
+// A growable NUL-terminated string (internal to src/export), and the growth of a byte buffer
 // that it and the protobuf writer share.
 #ifndef ZXSAMPLER_SRC_REPORT_STRING_BUILDER_H_
 #define ZXSAMPLER_SRC_REPORT_STRING_BUILDER_H_

@@ -1,6 +1,6 @@
 // Export formats of a profile (internal): what users open in the tools they already have.
 //
-// Every exporter only reads the profile (src/report/profile.h) and writes to a stdio stream the
+// Every exporter only reads the profile (src/trace/profile.h) and writes to a stdio stream the
 // caller opened: a file, stdout, or memory (open_memstream() / fmemopen()). Streams are written
 // in binary-safe chunks and are neither flushed nor closed here.
 //

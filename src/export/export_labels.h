@@ -1,4 +1,4 @@
-// How exporters name a location and an inlined call (internal to src/report/export*.c).
+// How exporters name a location and an inlined call (internal to src/export/).
 #ifndef ZXSAMPLER_SRC_REPORT_EXPORT_LABELS_H_
 #define ZXSAMPLER_SRC_REPORT_EXPORT_LABELS_H_
 

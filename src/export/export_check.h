@@ -1,4 +1,4 @@
-// What every exporter checks before it writes (internal to src/report/export*.c).
+// What every exporter checks before it writes (internal to src/export/).
 #ifndef ZXSAMPLER_SRC_REPORT_EXPORT_CHECK_H_
 #define ZXSAMPLER_SRC_REPORT_EXPORT_CHECK_H_
 

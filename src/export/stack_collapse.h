@@ -1,5 +1,5 @@
 // A profile's samples collapsed into unique stacks, as the folded format and the flame graph
-// show them (internal to src/report/export*.c).
+// show them (internal to src/export/).
 #ifndef ZXSAMPLER_SRC_REPORT_STACK_COLLAPSE_H_
 #define ZXSAMPLER_SRC_REPORT_STACK_COLLAPSE_H_
 

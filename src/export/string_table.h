@@ -1,4 +1,4 @@
-// Interned strings and the string hash (internal to src/report).
+// Interned strings and the string hash (internal to src/export).
 #ifndef ZXSAMPLER_SRC_REPORT_STRING_TABLE_H_
 #define ZXSAMPLER_SRC_REPORT_STRING_TABLE_H_
 
