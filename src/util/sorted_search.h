@@ -1,7 +1,7 @@
-// The one binary search of the report layer (internal), over arrays of structs sorted by a
+// The one binary search of the library (internal), over arrays of structs sorted by a
 // uint64_t key: module starts, symbol addresses, compile-unit ranges, kernel symbols.
-#ifndef ZXSAMPLER_SRC_REPORT_SORTED_SEARCH_H_
-#define ZXSAMPLER_SRC_REPORT_SORTED_SEARCH_H_
+#ifndef ZXSAMPLER_SRC_UTIL_SORTED_SEARCH_H_
+#define ZXSAMPLER_SRC_UTIL_SORTED_SEARCH_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -28,4 +28,4 @@ static inline size_t zxs_sorted_count_at_or_below(const void* base, size_t count
   return lo;
 }
 
-#endif  // ZXSAMPLER_SRC_REPORT_SORTED_SEARCH_H_
+#endif  // ZXSAMPLER_SRC_UTIL_SORTED_SEARCH_H_
