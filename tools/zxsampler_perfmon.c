@@ -1138,10 +1138,7 @@ static zx_status_t write_trace(FILE* f, const pcs_t* pcs, const child_t* child, 
                                zx_duration_t period, bool kernel) {
   zxs_fxt_buf_t buf;
   zxs_fxt_buf_init(&buf);
-  zxs_fxt_write_magic(&buf);
-  zxs_fxt_write_provider_info(&buf, 1, "zxsampler", strlen("zxsampler"));
-  zxs_fxt_write_provider_section(&buf, 1);
-  zxs_fxt_write_initialization(&buf, tps);
+  zxs_trace_write_header(&buf, tps);
   if (pcs->pid != 0) {
     // The process's arguments as `zxsampler record` writes them, with what was sampled: the
     // report says whether kernel time is seen.

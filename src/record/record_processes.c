@@ -1132,10 +1132,7 @@ zx_status_t record_processes_write(record_processes_t* s, uint64_t period_ns,
   record_processes_flush(s);
   zxs_fxt_buf_t head;
   zxs_fxt_buf_init(&head);
-  zxs_fxt_write_magic(&head);
-  zxs_fxt_write_provider_info(&head, ZXS_TRACE_PROVIDER_ID, "zxsampler", strlen("zxsampler"));
-  zxs_fxt_write_provider_section(&head, ZXS_TRACE_PROVIDER_ID);
-  zxs_fxt_write_initialization(&head, 1000000000u);  // CLOCK_MONOTONIC nanoseconds
+  zxs_trace_write_header(&head, 1000000000u);  // CLOCK_MONOTONIC nanoseconds
   zx_status_t status = ZX_OK;
   module_files_t cache = {0};
   for (size_t i = 0; i < s->process_count && status == ZX_OK; i++) {

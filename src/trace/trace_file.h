@@ -59,6 +59,11 @@
 #define ZXS_TRACE_VDSO_NAME "vdso"
 #define ZXS_TRACE_VDSO_PATH "[vdso]"
 
+// Appends the head every trace file starts with: the magic record, the provider's info and
+// section (ZXS_TRACE_PROVIDER_ID, "zxsampler") and the initialization record of
+// `ticks_per_second`. The buffer's status says whether it fit.
+void zxs_trace_write_header(zxs_fxt_buf_t* buf, uint64_t ticks_per_second);
+
 // The payload of a "modules" attachment or blob: the list as markup with file offsets
 // (zxs_export_markup_modules() with ZXS_EXPORT_MARKUP_FILE_OFFSETS), malloc'd into *text (caller
 // frees). ZX_ERR_NO_MEMORY, or the export's failure.

@@ -49,6 +49,13 @@ static zx_status_t write_kernel_objects(zxs_fxt_buf_t* buf, zx_koid_t pid, zx_du
   return buf->status;
 }
 
+void zxs_trace_write_header(zxs_fxt_buf_t* buf, uint64_t ticks_per_second) {
+  zxs_fxt_write_magic(buf);
+  zxs_fxt_write_provider_info(buf, ZXS_TRACE_PROVIDER_ID, "zxsampler", strlen("zxsampler"));
+  zxs_fxt_write_provider_section(buf, ZXS_TRACE_PROVIDER_ID);
+  zxs_fxt_write_initialization(buf, ticks_per_second);
+}
+
 zx_status_t zxs_trace_modules_payload(const zxs_module_list_t* modules, char** text, size_t* size) {
   *text = NULL;
   *size = 0;
@@ -114,10 +121,7 @@ zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_
   add_sample_tids(samples, tids);
   zxs_fxt_buf_t head;
   zxs_fxt_buf_init(&head);
-  zxs_fxt_write_magic(&head);
-  zxs_fxt_write_provider_info(&head, ZXS_TRACE_PROVIDER_ID, "zxsampler", strlen("zxsampler"));
-  zxs_fxt_write_provider_section(&head, ZXS_TRACE_PROVIDER_ID);
-  zxs_fxt_write_initialization(&head, zxs_prim_ticks_per_second());
+  zxs_trace_write_header(&head, zxs_prim_ticks_per_second());
   zx_status_t status =
       write_kernel_objects(&head, zxs_prim_process_koid(), period, samples_lost, tids);
   if (status == ZX_OK) status = write_modules(&head);
