@@ -41,35 +41,6 @@ static inline bool cli_parse_positive(const char* s, long long max, long long* o
   return true;
 }
 
-// What a failed execvp(program) means, as a shell reads it: execvp says EACCES when some folder
-// of PATH could not be searched even though the program is in none of them, where a shell says
-// "command not found" (ENOENT, status 127); a folder it cannot search holds nothing it can run.
-// Async-signal-safe but for getenv (which takes no
-// lock in glibc): for a child between fork and exec.
-static inline int cli_exec_errno(const char* program, int e) {
-  if (e != EACCES || strchr(program, '/') != NULL) return e;
-  const char* path = getenv("PATH");
-  if (path == NULL) path = "/bin:/usr/bin";
-  const size_t length = strlen(program);
-  for (const char* dir = path;; dir++) {
-    const char* end = strchr(dir, ':');
-    const size_t dir_length = end != NULL ? (size_t)(end - dir) : strlen(dir);
-    char file[4096];
-    if (dir_length + 1 + length < sizeof(file)) {
-      memcpy(file, dir, dir_length);
-      file[dir_length] = '/';
-      memcpy(file + dir_length + 1, program, length + 1);
-      struct stat st;
-      if (stat(dir_length == 0 ? program : file, &st) == 0) return e;  // there, not runnable
-    }
-    if (end == NULL) return ENOENT;
-    dir = end;
-  }
-}
-
-// The exit status a shell gives a program it could not run: 127 not found, 126 not runnable.
-static inline int cli_exec_status(int e) { return e == ENOENT ? 127 : 126; }
-
 // Exits as a child did: its status, or its death by the same signal (without a core dump of
 // ours). Returns only for a signal that does not kill by default.
 static inline int cli_exit_like(int wstatus) {

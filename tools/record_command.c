@@ -26,6 +26,7 @@
 
 #include "cfi_unwind.h"
 #include "cli.h"
+#include "launcher.h"
 #include "record_perf.h"
 #include "record_processes.h"
 
@@ -331,40 +332,6 @@ static bool write_profile(const record_args_t* a, record_processes_t* procs,
 
 // --- The program ------------------------------------------------------------------------------
 
-// A child that waits for `go` before it execs, so that the events exist before its first
-// instruction. If exec fails, it sends errno down `err` and exits like a shell would.
-static pid_t start_program(char** program, int* go_write, int* err_read) {
-  int go[2], err[2];
-  if (pipe2(go, O_CLOEXEC) != 0) return -1;
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    close(go[0]);
-    close(go[1]);
-    return -1;
-  }
-  pid_t child = fork();
-  if (child == 0) {
-    char byte;
-    close(go[1]);
-    close(err[0]);
-    if (read(go[0], &byte, 1) != 1) _exit(127);  // the recorder gave up
-    execvp(program[0], program);
-    int e = cli_exec_errno(program[0], errno);
-    ssize_t ignored = write(err[1], &e, sizeof(e));
-    (void)ignored;
-    _exit(cli_exec_status(e));
-  }
-  close(go[0]);
-  close(err[1]);
-  if (child < 0) {
-    close(go[1]);
-    close(err[0]);
-    return -1;
-  }
-  *go_write = go[1];
-  *err_read = err[0];
-  return child;
-}
-
 // The shell's words for a program it could not run.
 static void report_exec_error(const char* program, int e) {
   if (e == ENOENT && strchr(program, '/') == NULL) {
@@ -442,7 +409,8 @@ static void print_summary(const record_args_t* a, const record_totals_t* t, uint
 
 // Opens the perf events on `target` and a pidfd to see it exit. On failure says why, lets a
 // started program exit without running anything (closing `go`) and returns NULL.
-static record_perf_t* open_perf(const record_args_t* a, pid_t target, int go, int err, int* pidfd) {
+static record_perf_t* open_perf(const record_args_t* a, record_launch_t* launch, pid_t target,
+                                int* pidfd) {
   record_perf_options_t options = {.pid = target,
                                    .attach = a->program == NULL,
                                    .inherit_children = a->inherit,
@@ -459,24 +427,16 @@ static record_perf_t* open_perf(const record_args_t* a, pid_t target, int go, in
   if (perf != NULL && *pidfd >= 0) return perf;
   if (perf != NULL) snprintf(error, sizeof(error), "no such process: %d", (int)target);
   fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
-  if (a->program != NULL) {
-    close(go);
-    close(err);
-    waitpid(target, NULL, 0);
-  }
+  if (a->program != NULL) record_launch_abandon(launch);
   record_perf_close(perf);
   return NULL;
 }
 
 // Lets the started program exec. False when the exec failed: said so, and the child reaped into
 // *wstatus.
-static bool release_program(const record_args_t* a, pid_t target, int go, int err, int* wstatus) {
-  int e = 0;
-  if (write(go, "g", 1) != 1 || close(go) != 0) e = errno;
-  ssize_t n = read(err, &e, sizeof(e));  // EOF: exec succeeded (the pipe closed on exec)
-  close(err);
-  if (n <= 0) return true;
-  waitpid(target, wstatus, 0);
+static bool release_program(const record_args_t* a, record_launch_t* launch, int* wstatus) {
+  const int e = record_launch_release(launch, wstatus);
+  if (e == 0) return true;
   report_exec_error(a->program[0], e);
   return false;
 }
@@ -498,10 +458,7 @@ static void record_until_done(const record_args_t* a, record_perf_t* perf, int p
     }
     if (deadline != 0 && now_ms() >= deadline) done = true;
   }
-  if (a->program != NULL) {
-    while (waitpid(target, wstatus, 0) < 0 && errno == EINTR) {
-    }
-  }
+  if (a->program != NULL) record_launch_wait(target, wstatus);
   record_perf_drain(perf, record_processes_on_record, record_processes_on_runtime_record, procs);
   record_processes_flush(procs);
   record_processes_read_schedstat(procs, true);  // threads still running (-p, -d)
@@ -521,18 +478,18 @@ int zxsampler_record_main(int argc, char** argv) {
     return 1;
   }
 
-  int go = -1, err = -1;
+  record_launch_t launch = {.pid = a.pid, .go = -1, .status = -1};
   pid_t target = a.pid;
   if (a.program != NULL) {
-    target = start_program(a.program, &go, &err);
-    if (target < 0) {
+    if (!record_launch_start(a.program, &launch)) {
       fprintf(stderr, "%s: cannot start %s: %s\n", ZXSAMPLER_PROG, a.program[0], strerror(errno));
       fclose(spool);
       return 1;
     }
+    target = launch.pid;
   }
   int pidfd = -1;
-  record_perf_t* perf = open_perf(&a, target, go, err, &pidfd);
+  record_perf_t* perf = open_perf(&a, &launch, target, &pidfd);
   if (perf == NULL) {
     fclose(spool);
     return 1;
@@ -554,7 +511,7 @@ int zxsampler_record_main(int argc, char** argv) {
   int wstatus = 0;
   if (a.program == NULL) {
     record_processes_add_running(procs, target);
-  } else if (!release_program(&a, target, go, err, &wstatus)) {
+  } else if (!release_program(&a, &launch, &wstatus)) {
     record_perf_close(perf);
     record_processes_free(procs);
     fclose(spool);

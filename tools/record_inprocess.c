@@ -23,6 +23,8 @@
 #include <zxsampler/profiler.h>
 
 #include "cli.h"
+// The shell's exec rules only (inline; also on macOS, whose build has no record engine).
+#include "../src/record/launcher.h"
 
 #ifdef __APPLE__
 #define PRELOAD_VARIABLE "DYLD_INSERT_LIBRARIES"
@@ -183,9 +185,9 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
       _exit(127);
     }
     execvp(argv[optind], argv + optind);
-    const int e = cli_exec_errno(argv[optind], errno);
+    const int e = record_exec_errno(argv[optind], errno);
     fprintf(stderr, "%s: cannot run %s: %s\n", ZXSAMPLER_PROG, argv[optind], strerror(e));
-    _exit(cli_exec_status(e));
+    _exit(record_exec_status(e));
   }
   int wstatus = 0;
   while (waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {

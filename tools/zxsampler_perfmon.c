@@ -37,6 +37,7 @@
 #include <zxsampler/sampler.h>
 
 #include "cli.h"
+#include "launcher.h"
 #include "trace_file.h"
 
 #define OS_USER (ZXS_PERFMON_EVENT_FLAG_COLLECT_OS | ZXS_PERFMON_EVENT_FLAG_COLLECT_USER)
@@ -693,45 +694,22 @@ static void track_drain(child_t* c) {
 // started (said).
 static bool start_program(char** argv, bool watch, child_t* c) {
   memset(c, 0, sizeof(*c));
-  int status_pipe[2], go_pipe[2];
-  if (pipe2(status_pipe, O_CLOEXEC) != 0 || pipe2(go_pipe, O_CLOEXEC) != 0) {
-    fprintf(stderr, "%s: pipe: %s\n", g_prog, strerror(errno));
-    return false;
-  }
-  c->pid = fork();
-  if (c->pid < 0) {
+  record_launch_t launch;
+  if (!record_launch_start(argv, &launch)) {
     fprintf(stderr, "%s: fork: %s\n", g_prog, strerror(errno));
     return false;
   }
-  if (c->pid == 0) {
-    // Waits until it is watched, execs, or writes errno to the status pipe.
-    char go;
-    ssize_t got = read(go_pipe[0], &go, 1);
-    (void)got;
-    execvp(argv[0], argv);
-    int err = cli_exec_errno(argv[0], errno);
-    ssize_t wrote = write(status_pipe[1], &err, sizeof(err));
-    (void)wrote;
-    _exit(cli_exec_status(err));
-  }
-  close(go_pipe[0]);
-  close(status_pipe[1]);
+  c->pid = launch.pid;
   if (watch && !track_open(c)) {
     fprintf(stderr, "%s: cannot follow %s's mappings with perf (%s): reading /proc instead\n",
             g_prog, argv[0], strerror(errno));
   }
-  const char go = 'g';
-  ssize_t wrote = write(go_pipe[1], &go, 1);
-  (void)wrote;
-  close(go_pipe[1]);
-  int err = 0;
-  c->exec_failed = read(status_pipe[0], &err, sizeof(err)) == (ssize_t)sizeof(err);
+  const int err = record_launch_release(&launch, &c->wstatus);
+  c->exec_failed = err != 0;
   c->exec_errno = err;
   c->exec_ns = now_ns();
-  close(status_pipe[0]);
   if (c->exec_failed) {
     fprintf(stderr, "%s: cannot run %s: %s\n", g_prog, argv[0], strerror(err));
-    waitpid(c->pid, &c->wstatus, 0);
     track_close(c);
     return false;
   }
@@ -946,7 +924,7 @@ static int stat_command(int argc, char** argv) {
     stat_t st = {.events = &events, .counts = counts};
     bool full = false;
     if (code < 0) {
-      code = exec_failed ? cli_exec_status(exec_errno) : 1;  // as a shell: 127 or 126
+      code = exec_failed ? record_exec_status(exec_errno) : 1;  // as a shell: 127 or 126
     } else if (counts == NULL || !read_buffers(&s, add_counts, &st, &full, NULL)) {
       code = 1;
     } else {
@@ -1257,7 +1235,7 @@ static int record_command(int argc, char** argv) {
   if (code < 0) {
     free_child(&child);
     session_end(&s);
-    return program != NULL && child.exec_failed ? cli_exec_status(child.exec_errno) : 1;
+    return program != NULL && child.exec_failed ? record_exec_status(child.exec_errno) : 1;
   }
   pcs_t pcs = {.pid = program != NULL ? (uint32_t)(child.pid > 0 ? child.pid : -child.pid) : 0,
                .since = child.exec_ns};
