@@ -12,11 +12,11 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <zxsampler/object.h>
 
+#include "array_grow.h"
 #include "linux_internal.h"
 #include "perf_regs.h"
 #include "runtime_pairs_linux.h"
@@ -62,10 +62,6 @@ struct record_perf {
   uint64_t scratch[65536 / 8];  // one record, copied out of a ring
 };
 
-static int perf_event_open(struct perf_event_attr* attr, pid_t pid, int cpu, int group) {
-  return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
-}
-
 static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id,
                       struct perf_event_attr* attr) {
   memset(attr, 0, sizeof(*attr));
@@ -102,25 +98,8 @@ static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id
   attr->wakeup_watermark = (uint32_t)(o->ring_bytes / 4);
 }
 
-static bool grow_array(void** array, size_t* cap, size_t need, size_t elem) {
-  if (need <= *cap) return true;
-  size_t cap2 = *cap == 0 ? 16 : 2 * *cap;
-  while (cap2 < need) cap2 *= 2;
-  void* grown = realloc(*array, cap2 * elem);
-  if (grown == NULL) return false;
-  *array = grown;
-  *cap = cap2;
-  return true;
-}
-
 static bool add_fd(record_perf_t* p, int fd) {
-  if (p->fd_count == p->fd_cap) {
-    size_t cap = p->fd_cap == 0 ? 16 : 2 * p->fd_cap;
-    int* grown = realloc(p->fds, cap * sizeof(*grown));
-    if (grown == NULL) return false;
-    p->fds = grown;
-    p->fd_cap = cap;
-  }
+  if (!zxs_array_grow((void**)&p->fds, &p->fd_cap, p->fd_count + 1, sizeof(*p->fds))) return false;
   p->fds[p->fd_count++] = fd;
   return true;
 }
@@ -130,7 +109,7 @@ static bool add_fd(record_perf_t* p, int fd) {
 // CPU). The fd in *out_fd.
 static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t tid, int cpu,
                      struct perf_event_attr* attr, int* out_fd) {
-  int fd = perf_event_open(attr, tid, cpu, -1);
+  int fd = zxs_linux_perf_event_open(attr, tid, cpu);  // no group, close-on-exec
   if (fd < 0) return -errno;
   if (!add_fd(p, fd)) {
     close(fd);
@@ -160,7 +139,7 @@ static int open_on_cpu(record_perf_t* p, const record_perf_options_t* o, pid_t t
   int fd = -1;
   int err = open_into(p, p->rings, o->ring_bytes, tid, cpu, attr, &fd);
   if (fd >= 0 &&
-      grow_array((void**)&p->mains, &p->main_cap, p->main_count + 1, sizeof(*p->mains))) {
+      zxs_array_grow((void**)&p->mains, &p->main_cap, p->main_count + 1, sizeof(*p->mains))) {
     p->mains[p->main_count++] = (main_event_t){.fd = fd, .tid = tid};
   }
   return err;
@@ -231,7 +210,7 @@ static void open_runtime_on_cpu(record_perf_t* p, const record_perf_options_t* o
     uint64_t id = 0;
     if (err == 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) err = -errno;
     if (err == 0 &&
-        !grow_array((void**)&p->rt_ids, &p->rt_cap, p->rt_count + 1, sizeof(*p->rt_ids))) {
+        !zxs_array_grow((void**)&p->rt_ids, &p->rt_cap, p->rt_count + 1, sizeof(*p->rt_ids))) {
       err = -ENOMEM;
     }
     if (err == 0) {
@@ -285,15 +264,10 @@ static int attach_threads(record_perf_t* p, const record_perf_options_t* o,
       bool seen = tid <= 0;
       for (size_t i = 0; i < done_count && !seen; i++) seen = done[i] == tid;
       if (seen) continue;
-      if (done_count == done_cap) {
-        done_cap = done_cap == 0 ? 64 : 2 * done_cap;
-        pid_t* grown = realloc(done, done_cap * sizeof(*grown));
-        if (grown == NULL) {
-          closedir(dir);
-          free(done);
-          return -ENOMEM;
-        }
-        done = grown;
+      if (!zxs_array_grow((void**)&done, &done_cap, done_count + 1, sizeof(*done))) {
+        closedir(dir);
+        free(done);
+        return -ENOMEM;
       }
       done[done_count++] = tid;
       found_new = true;
@@ -491,8 +465,6 @@ uint32_t record_perf_runtime_fields(const record_perf_t* p) {
 }
 
 const char* record_perf_runtime_missing(const record_perf_t* p) { return p->rt_missing; }
-
-bool record_perf_runtime_user_faults(const record_perf_t* p) { return p->rt_user_faults; }
 
 size_t record_perf_runtime_ids(const record_perf_t* p, const uint64_t** ids, const int** kinds) {
   *ids = p->rt_ids;

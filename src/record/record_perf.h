@@ -70,8 +70,6 @@ void record_perf_drain(record_perf_t* perf, record_perf_fn fn, record_perf_fn ru
 // (for every thread), and a sentence saying why a field is not measured ("" when all are).
 uint32_t record_perf_runtime_fields(const record_perf_t* perf);
 const char* record_perf_runtime_missing(const record_perf_t* perf);
-// Faults taken in kernel mode (copy_to_user) are not seen: no right to kernel events.
-bool record_perf_runtime_user_faults(const record_perf_t* perf);
 // The ids of the runtime events and their kinds (RECORD_RT_*): `count` of each.
 size_t record_perf_runtime_ids(const record_perf_t* perf, const uint64_t** ids, const int** kinds);
 

@@ -12,6 +12,7 @@
 #include <zxsampler/fxt.h>
 #include <zxsampler/object.h>
 
+#include "array_grow.h"
 #include "cfi_unwind.h"
 #include "elf_symbolizer.h"
 #include "export.h"
@@ -20,6 +21,7 @@
 #include "perf_regs.h"
 #include "record_perf.h"
 #include "runtime_pairs_linux.h"
+#include "sorted_search.h"
 #include "trace_file.h"
 
 #define MAX_FRAMES ZXS_TRACE_MAX_FRAMES
@@ -122,17 +124,6 @@ struct record_processes {
   bool attached;          // -p: schedstat from before the recording is subtracted
 };
 
-static bool grow(void** array, size_t* cap, size_t need, size_t elem) {
-  if (need <= *cap) return true;
-  size_t cap2 = *cap == 0 ? 16 : *cap * 2;
-  while (cap2 < need) cap2 *= 2;
-  void* grown = realloc(*array, cap2 * elem);
-  if (grown == NULL) return false;
-  *array = grown;
-  *cap = cap2;
-  return true;
-}
-
 // --- Maps of ids ------------------------------------------------------------------------------
 
 static size_t id_slot(const id_map_t* m, uint32_t key) {
@@ -211,7 +202,7 @@ static void copy_comm(char* out, const char* comm, size_t max) {
 }
 
 static bool add_mapping(process_t* p, const mapping_t* m) {
-  if (!grow((void**)&p->maps, &p->map_cap, p->map_count + 1, sizeof(*p->maps))) return false;
+  if (!zxs_array_grow((void**)&p->maps, &p->map_cap, p->map_count + 1, sizeof(*p->maps))) return false;
   mapping_t copy = *m;
   if ((copy.path = strdup(m->path)) == NULL) return false;
   p->maps[p->map_count++] = copy;
@@ -222,7 +213,7 @@ static bool add_mapping(process_t* p, const mapping_t* m) {
 static int64_t new_process(record_processes_t* s, uint32_t pid, const process_t* parent) {
   uint32_t generation = 0;
   for (size_t i = 0; i < s->process_count; i++) generation += s->processes[i].pid == pid;
-  if (!grow((void**)&s->processes, &s->process_cap, s->process_count + 1, sizeof(*s->processes))) {
+  if (!zxs_array_grow((void**)&s->processes, &s->process_cap, s->process_count + 1, sizeof(*s->processes))) {
     return -1;
   }
   process_t* p = &s->processes[s->process_count];
@@ -254,7 +245,7 @@ static process_t* current_process(record_processes_t* s, uint32_t pid) {
 static thread_t* thread_in(record_processes_t* s, uint32_t tid, uint32_t proc) {
   int64_t index = id_map_get(&s->tid_map, tid);
   if (index >= 0 && s->threads[index].process == proc) return &s->threads[index];
-  if (!grow((void**)&s->threads, &s->thread_cap, s->thread_count + 1, sizeof(*s->threads))) {
+  if (!zxs_array_grow((void**)&s->threads, &s->thread_cap, s->thread_count + 1, sizeof(*s->threads))) {
     return NULL;
   }
   thread_t* t = &s->threads[s->thread_count];
@@ -505,7 +496,7 @@ static id_sum_t* read_sum(record_processes_t* s, uint64_t id, bool add) {
   for (size_t i = 0; i < s->read_sum_count; i++) {
     if (s->read_sums[i].id == id) return &s->read_sums[i];
   }
-  if (!add || !grow((void**)&s->read_sums, &s->read_sum_cap, s->read_sum_count + 1,
+  if (!add || !zxs_array_grow((void**)&s->read_sums, &s->read_sum_cap, s->read_sum_count + 1,
                     sizeof(*s->read_sums))) {
     return NULL;
   }
@@ -531,18 +522,10 @@ static void on_read(record_processes_t* s, const struct perf_event_header* h) {
   if (sum != NULL) sum->sum += value[0];
 }
 
+// The kind (RECORD_RT_*) of runtime event `id`, or -1 when it is none of ours.
 static int runtime_kind(const record_processes_t* s, uint64_t id) {
-  size_t lo = 0, hi = s->rt_count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (s->rt_ids[mid] == id) return s->rt_kinds[mid];
-    if (s->rt_ids[mid] < id) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return -1;
+  const size_t at = zxs_sorted_count_at_or_below(s->rt_ids, s->rt_count, sizeof(*s->rt_ids), 0, id);
+  return at > 0 && s->rt_ids[at - 1] == id ? s->rt_kinds[at - 1] : -1;
 }
 
 // A record of the runtime rings: {id, pid|tid, time[, u32 size, raw]}, or a loss.
@@ -720,8 +703,8 @@ static void add_to_batch(record_processes_t* s, const struct perf_event_header* 
                          bool runtime) {
   if (s->batch_len + h->size > BATCH_LIMIT) record_processes_flush(s);
   size_t size = (h->size + 7u) & ~7u;
-  if (!grow((void**)&s->batch, &s->batch_cap, s->batch_len + size, 1) ||
-      !grow((void**)&s->entries, &s->entry_cap, s->entry_count + 1, sizeof(*s->entries))) {
+  if (!zxs_array_grow((void**)&s->batch, &s->batch_cap, s->batch_len + size, 1) ||
+      !zxs_array_grow((void**)&s->entries, &s->entry_cap, s->entry_count + 1, sizeof(*s->entries))) {
     if (runtime) {  // no memory to sort: handle in ring order
       on_runtime_record(s, h);
     } else {
@@ -836,7 +819,7 @@ static const module_file_t* module_file(module_files_t* cache, const char* path)
   for (size_t i = 0; i < cache->count; i++) {
     if (strcmp(cache->files[i].path, path) == 0) return &cache->files[i];
   }
-  if (!grow((void**)&cache->files, &cache->cap, cache->count + 1, sizeof(*cache->files))) {
+  if (!zxs_array_grow((void**)&cache->files, &cache->cap, cache->count + 1, sizeof(*cache->files))) {
     return NULL;
   }
   module_file_t* f = &cache->files[cache->count];
@@ -988,7 +971,7 @@ static zx_status_t write_kernel_symbols(zxs_fxt_buf_t* buf, record_processes_t* 
     char type, name[256];
     if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || addr == 0) continue;
     if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
-    if (!grow((void**)&syms, &cap, count + 1, sizeof(*syms))) break;
+    if (!zxs_array_grow((void**)&syms, &cap, count + 1, sizeof(*syms))) break;
     if ((syms[count].name = strdup(name)) == NULL) break;
     syms[count++].addr = addr;
   }
@@ -1198,8 +1181,6 @@ record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_
   }
   return s;
 }
-
-void record_processes_count_lost(record_processes_t* s, uint64_t lost) { s->totals.lost += lost; }
 
 void record_processes_totals(const record_processes_t* s, record_totals_t* out) {
   *out = s->totals;

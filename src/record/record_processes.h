@@ -45,9 +45,6 @@ void record_processes_flush(record_processes_t* self);
 // A process that runs already: its name, threads and executable mappings from /proc.
 void record_processes_add_running(record_processes_t* self, pid_t pid);
 
-// Counts lost samples found outside the rings, and threads that could not be attached.
-void record_processes_count_lost(record_processes_t* self, uint64_t lost);
-
 void record_processes_totals(const record_processes_t* self, record_totals_t* out);
 
 // Task runtime (RFC-0084) per thread, for the trace's thread records (see record_perf.h for the
