@@ -96,6 +96,15 @@ static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id
   attr->clockid = CLOCK_MONOTONIC;
   attr->watermark = 1;
   attr->wakeup_watermark = (uint32_t)(o->ring_bytes / 4);
+  if (o->side_band_only) {
+    attr->config = PERF_COUNT_SW_DUMMY;
+    attr->sample_period = 0;
+    attr->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;  // sample_id_all's
+    attr->sample_regs_user = 0;
+    attr->sample_stack_user = 0;
+    attr->inherit_stat = 0;
+    attr->exclude_kernel = 1;
+  }
 }
 
 static bool add_fd(record_perf_t* p, int fd) {

@@ -27,6 +27,8 @@ typedef struct record_perf_options {
   bool dwarf;             // sample every register CFI unwinding may need (not only fp, sp, pc)
   bool runtime;           // measure task runtime (RFC-0084) per thread: see below
   bool runtime_events;    // with `runtime`, also time page faults and kernel locks (events)
+  bool side_band_only;    // a dummy event (PERF_COUNT_SW_DUMMY): no samples, only the side band
+                          // (COMM, MMAP2, FORK, EXIT), for PCs sampled by someone else (perfmon)
 } record_perf_options_t;
 
 // Task runtime. With `runtime`, the sampling event also counts (task-clock: every nanosecond a

@@ -122,9 +122,24 @@ struct record_processes {
   size_t read_sum_count, read_sum_cap;
   uint64_t schedstat_ms;  // when live threads' schedstat was last read
   bool attached;          // -p: schedstat from before the recording is subtracted
+  // PC samples (record_processes_on_pc): records are held for them until a flush is asked for.
+  bool pcs;
+  uint64_t root_exec_ns;  // the root's first exec (COMM_EXEC), 0 until seen
+  uint64_t pc_exec_ns;    // where no COMM_EXEC is seen: the root's samples are kept from here
 };
 
+// A PC sample of record_processes_on_pc(), held in the batch like a perf record.
+#define RECORD_PC 0x7000u
+typedef struct pc_record {
+  struct perf_event_header header;  // type RECORD_PC, misc 1 for a kernel PC
+  uint32_t pid, tid;
+  uint64_t time;
+  uint64_t pc;
+} pc_record_t;
+
 // --- Maps of ids ------------------------------------------------------------------------------
+// A key is stored as key + 1, so that id 0 (the idle task, in a CPU-wide PC sample) is one too;
+// UINT32_MAX is none.
 
 static size_t id_slot(const id_map_t* m, uint32_t key) {
   size_t slot = (key * 2654435761u) & (m->size - 1);
@@ -132,7 +147,9 @@ static size_t id_slot(const id_map_t* m, uint32_t key) {
   return slot;
 }
 
-static bool id_map_put(id_map_t* m, uint32_t key, uint32_t value) {
+static bool id_map_put(id_map_t* m, uint32_t id, uint32_t value) {
+  const uint32_t key = id + 1;
+  if (key == 0) return false;
   if (2 * (m->used + 1) > m->size) {
     id_map_t bigger = {.size = m->size == 0 ? 256 : 2 * m->size};
     bigger.keys = calloc(bigger.size, sizeof(uint32_t));
@@ -161,7 +178,8 @@ static bool id_map_put(id_map_t* m, uint32_t key, uint32_t value) {
 }
 
 // The value for key, or -1.
-static int64_t id_map_get(const id_map_t* m, uint32_t key) {
+static int64_t id_map_get(const id_map_t* m, uint32_t id) {
+  const uint32_t key = id + 1;
   if (m->size == 0 || key == 0) return -1;
   size_t slot = id_slot(m, key);
   return m->keys[slot] == key ? (int64_t)m->values[slot] - 1 : -1;
@@ -342,6 +360,26 @@ static size_t walk_user(record_processes_t* s, process_t* p, const uint64_t* w, 
   return n;
 }
 
+// Writes a sample of `n` PCs of thread `tid` of `p` to the spool and counts it. False when it
+// could not be written (no memory, the spool's disk full).
+static bool spool_sample(record_processes_t* s, process_t* p, uint32_t tid, uint64_t time,
+                         const uint64_t* pcs, size_t n) {
+  thread_t* t = thread_in(s, tid, (uint32_t)(p - s->processes));
+  if (t == NULL) return false;
+  zxs_fxt_buf_reset(&s->sample);
+  zxs_fxt_large_blob_t blob = {.ticks = time,
+                               .thread = {.process_koid = p->koid, .thread_koid = tid},
+                               .payload = {.data = pcs, .size = n * 8}};
+  if (zxs_fxt_write_large_blob(&s->sample, &blob, NULL, 0) != ZX_OK ||
+      fwrite(s->sample.data, 1, s->sample.len, s->spool) != s->sample.len) {
+    return false;
+  }
+  if (p->samples++ == 0) s->totals.processes++;
+  if (t->samples++ == 0) s->totals.threads++;
+  s->totals.samples++;
+  return true;
+}
+
 static void on_sample(record_processes_t* s, const struct perf_event_header* h) {
   const size_t words = (h->size - sizeof(*h)) / 8;
   if (words < 3) return;
@@ -379,21 +417,28 @@ static void on_sample(record_processes_t* s, const struct perf_event_header* h) 
     if (n == MAX_FRAMES) n--;
     pcs[n++] = ZXS_TRACE_TRUNCATED_PC;
   }
-  const uint32_t proc = (uint32_t)(p - s->processes);
-  thread_t* t = thread_in(s, tid, proc);
-  if (t == NULL) return;
-  zxs_fxt_buf_reset(&s->sample);
-  zxs_fxt_large_blob_t blob = {.ticks = time,
-                               .thread = {.process_koid = p->koid, .thread_koid = tid},
-                               .payload = {.data = pcs, .size = n * 8}};
-  if (zxs_fxt_write_large_blob(&s->sample, &blob, NULL, 0) != ZX_OK ||
-      fwrite(s->sample.data, 1, s->sample.len, s->spool) != s->sample.len) {
+  if (spool_sample(s, p, tid, time, pcs, n)) s->totals.truncated += truncated;
+}
+
+// The PC sample of a record_processes_on_pc(): of the root only, from its exec on, when there
+// is a root.
+static void on_pc(record_processes_t* s, const struct perf_event_header* h) {
+  pc_record_t r;
+  memcpy(&r, h, sizeof(r));
+  if (s->root != 0 && r.pid != s->root) {
+    s->totals.pc_other_processes++;
     return;
   }
-  if (p->samples++ == 0) s->totals.processes++;
-  if (t->samples++ == 0) s->totals.threads++;
-  s->totals.samples++;
-  s->totals.truncated += truncated;
+  const bool after_exec = (s->root_exec_ns != 0 && r.time >= s->root_exec_ns) ||
+                          (s->pc_exec_ns != 0 && r.time >= s->pc_exec_ns);
+  if (s->root != 0 && !after_exec) {
+    s->totals.pc_before_exec++;
+    return;
+  }
+  process_t* p = current_process(s, r.pid);
+  if (p == NULL) return;
+  if (r.header.misc != 0) kernel_pc_add(s, r.pc);
+  spool_sample(s, p, r.tid, r.time, &r.pc, 1);
 }
 
 static void on_comm(record_processes_t* s, const struct perf_event_header* h) {
@@ -405,6 +450,8 @@ static void on_comm(record_processes_t* s, const struct perf_event_header* h) {
   process_t* p = current_process(s, pid);
   if (p == NULL) return;
   if (h->misc & PERF_RECORD_MISC_COMM_EXEC) {
+    record_id_t id;
+    if (pid == s->root && s->root_exec_ns == 0 && trailer_id(h, 0, &id)) s->root_exec_ns = id.time;
     if (!process_is_empty(p)) {  // a new image: a new process object
       process_done(p);
       int64_t index = new_process(s, pid, NULL);
@@ -658,6 +705,9 @@ static void handle(record_processes_t* s, const struct perf_event_header* h) {
     case PERF_RECORD_READ:
       on_read(s, h);
       break;
+    case RECORD_PC:
+      on_pc(s, h);
+      break;
     case PERF_RECORD_LOST:
       if (h->size >= sizeof(*h) + 16) {
         uint64_t lost;
@@ -701,7 +751,7 @@ void record_processes_flush(record_processes_t* s) {
 
 static void add_to_batch(record_processes_t* s, const struct perf_event_header* h, uint64_t time,
                          bool runtime) {
-  if (s->batch_len + h->size > BATCH_LIMIT) record_processes_flush(s);
+  if (s->batch_len + h->size > BATCH_LIMIT && !s->pcs) record_processes_flush(s);
   size_t size = (h->size + 7u) & ~7u;
   if (!zxs_array_grow((void**)&s->batch, &s->batch_cap, s->batch_len + size, 1) ||
       !zxs_array_grow((void**)&s->entries, &s->entry_cap, s->entry_count + 1, sizeof(*s->entries))) {
@@ -731,6 +781,21 @@ void record_processes_on_record(void* self, const struct perf_event_header* h) {
   add_to_batch(s, h, time, false);
 }
 
+void record_processes_expect_pcs(record_processes_t* s, uint64_t exec_ns) {
+  s->pcs = true;
+  s->pc_exec_ns = exec_ns;
+}
+
+void record_processes_on_pc(record_processes_t* s, uint64_t time_ns, uint32_t pid, uint32_t tid,
+                            uint64_t pc, bool kernel_pc) {
+  const pc_record_t r = {.header = {.type = RECORD_PC, .misc = kernel_pc, .size = sizeof(r)},
+                         .pid = pid,
+                         .tid = tid,
+                         .time = time_ns,
+                         .pc = pc};
+  add_to_batch(s, &r.header, time_ns, false);
+}
+
 void record_processes_on_runtime_record(void* self, const struct perf_event_header* h) {
   record_processes_t* s = self;
   uint64_t time = 0;  // {id, pid|tid, time}; losses first
@@ -750,15 +815,14 @@ static void read_comm(const char* path, char* out) {
   fclose(f);
 }
 
-void record_processes_add_running(record_processes_t* s, pid_t pid) {
-  process_t* p = current_process(s, (uint32_t)pid);
-  if (p == NULL) return;
+// The executable file mappings /proc/PID/maps lists now, in place of `p`'s (kept when it lists
+// none: a zombie's, or one gone).
+static void read_maps(process_t* p, pid_t pid) {
   char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-  read_comm(path, p->name);
   snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
   FILE* f = fopen(path, "re");
   char line[4096 + 128];
+  process_t fresh = {0};
   while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
     unsigned long long start, end, offset;
     char perms[8];
@@ -773,21 +837,39 @@ void record_processes_add_running(record_processes_t* s, pid_t pid) {
                    .pgoff = offset,
                    .prot = PROT_READ | PROT_EXEC,
                    .path = line + name_at};
-    add_mapping(&s->processes[id_map_get(&s->pid_map, (uint32_t)pid)], &m);
+    add_mapping(&fresh, &m);
   }
   if (f != NULL) fclose(f);
+  if (fresh.map_count == 0) return;
+  for (size_t i = 0; i < p->map_count; i++) free(p->maps[i].path);
+  free(p->maps);
+  p->maps = fresh.maps;
+  p->map_count = fresh.map_count;
+  p->map_cap = fresh.map_cap;
+  p->cfi_maps = SIZE_MAX;  // its CFI space is remade
+}
+
+void record_processes_add_running(record_processes_t* s, pid_t pid) {
+  process_t* p = current_process(s, (uint32_t)pid);
+  if (p == NULL) return;
+  const uint32_t proc = (uint32_t)(p - s->processes);
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+  read_comm(path, p->name);
+  read_maps(p, pid);
   // Threads, with their names.
   snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
   DIR* dir = opendir(path);
   for (struct dirent* e; dir != NULL && (e = readdir(dir)) != NULL;) {
     if (!isdigit((unsigned char)e->d_name[0])) continue;
     uint32_t tid = (uint32_t)atoi(e->d_name);
-    thread_t* t = thread_in(s, tid, (uint32_t)id_map_get(&s->pid_map, (uint32_t)pid));
+    thread_t* t = thread_in(s, tid, proc);
     char comm_path[96];
     snprintf(comm_path, sizeof(comm_path), "/proc/%d/task/%u/comm", (int)pid, tid);
     if (t != NULL) read_comm(comm_path, t->name);
     // What it ran and waited before the recording is not the recording's.
-    if (t != NULL && zxs_rt_read_schedstat(pid, (pid_t)tid, &t->base_run, &t->base_delay)) {
+    if (t != NULL && !t->sched_seen &&
+        zxs_rt_read_schedstat(pid, (pid_t)tid, &t->base_run, &t->base_delay)) {
       t->sched_seen = true;
       t->sched_run = t->base_run;
       t->sched_delay = t->base_delay;
@@ -1175,7 +1257,7 @@ record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_
     zxs_cfi_unwinder_add_image(s->unwinder, ZXS_TRACE_VDSO_PATH, vdso, vdso_size);
     free(vdso);
   }
-  if (current_process(s, (uint32_t)root) == NULL) {
+  if (root > 0 && current_process(s, (uint32_t)root) == NULL) {
     record_processes_free(s);
     return NULL;
   }
@@ -1184,6 +1266,12 @@ record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_
 
 void record_processes_totals(const record_processes_t* s, record_totals_t* out) {
   *out = s->totals;
+  out->root_pid = s->root;
+  const int64_t root = id_map_get(&s->pid_map, s->root);
+  if (root >= 0) {
+    memcpy(out->root_name, s->processes[root].name, sizeof(out->root_name));
+    out->root_mappings = s->processes[root].map_count;
+  }
 }
 
 void record_processes_free(record_processes_t* s) {

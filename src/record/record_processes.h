@@ -26,9 +26,19 @@ typedef struct record_totals {
   uint64_t processes;              // program images that were sampled
   uint64_t threads;                // threads that were sampled
   uint64_t children_not_followed;  // with --no-inherit: children forked and not sampled
+  // PC samples (record_processes_on_pc) left out: of other processes than the root, and of the
+  // root's pid before its exec.
+  uint64_t pc_other_processes;
+  uint64_t pc_before_exec;
+  // The root pid's current process: its name ("" when unknown) and how many executable
+  // mappings it has (0: its PCs stay unnamed).
+  uint32_t root_pid;  // 0: none
+  char root_name[17];
+  size_t root_mappings;
 } record_totals_t;
 
-// `spool` receives the sample records (FXT) as they come; `root` is the first process;
+// `spool` receives the sample records (FXT) as they come; `root` is the first process (0: none,
+// with PC samples of every process);
 // `kernel`: kernel call chains are sampled; `follow_children`: samples of forked children are
 // expected (else their forks are only counted); `cfi`: samples carry every register
 // (record_perf_options_t.dwarf) and are unwound with CFI, else by frame pointers.
@@ -39,10 +49,23 @@ record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_
 // record_processes_flush().
 void record_processes_on_record(void* self, const struct perf_event_header* record);
 
+// PC samples will come (record_processes_on_pc()), after the side band: records are held until
+// record_processes_flush() is called, however many, so that the samples are handled in time
+// order with the side band. With a root, only the root's PC samples from its exec on are kept
+// (the others counted): from the kernel's COMM_EXEC record where the side band has it, else
+// from `exec_ns` (CLOCK_MONOTONIC; 0: not known yet). May be called again with `exec_ns`.
+void record_processes_expect_pcs(record_processes_t* self, uint64_t exec_ns);
+
+// Feeds one PC sample (time in CLOCK_MONOTONIC ns) of thread `tid` of process `pid`, a kernel
+// address when `kernel_pc` (its function is named from /proc/kallsyms in the trace).
+void record_processes_on_pc(record_processes_t* self, uint64_t time_ns, uint32_t pid, uint32_t tid,
+                            uint64_t pc, bool kernel_pc);
+
 // Handles the records buffered so far, in time order.
 void record_processes_flush(record_processes_t* self);
 
-// A process that runs already: its name, threads and executable mappings from /proc.
+// A process that runs already: its name, threads and executable mappings from /proc. Called
+// again, the mappings are replaced by those /proc lists now (kept when it lists none: a zombie).
 void record_processes_add_running(record_processes_t* self, pid_t pid);
 
 void record_processes_totals(const record_processes_t* self, record_totals_t* out);
