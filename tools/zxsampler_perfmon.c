@@ -170,8 +170,8 @@ static void same_event_error(const perfmon_event_t* first, const perfmon_event_t
     snprintf(both, sizeof(both), "%s",
              (first->flags & PERFMON_OS_USER) == PERFMON_OS_USER ? first->text : again->text);
     char* colon = strrchr(both, ':');
-    if ((first->flags & PERFMON_OS_USER) != PERFMON_OS_USER && (again->flags & PERFMON_OS_USER) != PERFMON_OS_USER &&
-        colon != NULL) {
+    if ((first->flags & PERFMON_OS_USER) != PERFMON_OS_USER &&
+        (again->flags & PERFMON_OS_USER) != PERFMON_OS_USER && colon != NULL) {
       *colon = '\0';
     }
     snprintf(err, err_size,
@@ -259,10 +259,10 @@ static int stat_command(int argc, char** argv) {
     return fail_usage(usage_stat, "%s", err);
   }
   const perfmon_stat_options_t run = {.prog = g_prog,
-                                          .events = &events,
-                                          .separator = sep,
-                                          .output = output,
-                                          .program = optind < argc ? &argv[optind] : NULL};
+                                      .events = &events,
+                                      .separator = sep,
+                                      .output = output,
+                                      .program = optind < argc ? &argv[optind] : NULL};
   return perfmon_stat_run(&run);
 }
 
@@ -316,11 +316,11 @@ static int record_command(int argc, char** argv) {
   for (uint32_t i = 0; i < events.count; i++) sampling |= events.ev[i].rate > 0;
   if (!sampling) return fail_usage(usage_record, "%s", "no EVENT@RATE to sample");
   const perfmon_record_options_t run = {.prog = g_prog,
-                                            .events = &events,
-                                            .output = output,
-                                            .format = format,
-                                            .buffer_pages = (uint32_t)(buffer_mb * 256),
-                                            .program = optind < argc ? &argv[optind] : NULL};
+                                        .events = &events,
+                                        .output = output,
+                                        .format = format,
+                                        .buffer_pages = (uint32_t)(buffer_mb * 256),
+                                        .program = optind < argc ? &argv[optind] : NULL};
   return perfmon_record_run(&run);
 }
 

@@ -230,16 +230,17 @@ typedef struct side_band {
 
 // Follows the program `pid` (held before its exec) in a new process model over `spool`.
 // False when out of memory (said).
-static bool side_band_open(side_band_t* sb, FILE* spool, bool kernel, const char* prog,
-                           pid_t pid, const char* program) {
-  const record_perf_options_t options = {
-      .pid = pid, .inherit_children = true, .ring_bytes = SIDE_BAND_RING_BYTES,
-      .side_band_only = true};
+static bool side_band_open(side_band_t* sb, FILE* spool, bool kernel, const char* prog, pid_t pid,
+                           const char* program) {
+  const record_perf_options_t options = {.pid = pid,
+                                         .inherit_children = true,
+                                         .ring_bytes = SIDE_BAND_RING_BYTES,
+                                         .side_band_only = true};
   char error[512];
   sb->perf = record_perf_open(&options, error, sizeof(error));
   if (sb->perf == NULL) {
-    fprintf(stderr, "%s: cannot follow %s's mappings with perf (%s): reading /proc instead\n",
-            prog, program, error);
+    fprintf(stderr, "%s: cannot follow %s's mappings with perf (%s): reading /proc instead\n", prog,
+            program, error);
   }
   sb->pidfd = sb->perf != NULL ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
   const uint64_t sample_type = sb->perf != NULL ? record_perf_sample_type(sb->perf) : 0;
@@ -289,8 +290,8 @@ static int exit_code_of(int wstatus) {
 // Runs PROGRAM to its end (followed with `sb`). Ctrl-C and friends go to the program, not to
 // us. Returns its exit status, or -1 when it could not be run (said; *exec_errno says why
 // when the exec failed).
-static int run_program(const char* prog, char** program, side_band_t* sb, FILE* spool,
-                       bool kernel, int* exec_errno) {
+static int run_program(const char* prog, char** program, side_band_t* sb, FILE* spool, bool kernel,
+                       int* exec_errno) {
   record_launch_t launch;
   if (!record_launch_start(program, &launch)) {
     fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));

@@ -220,7 +220,8 @@ static void copy_comm(char* out, const char* comm, size_t max) {
 }
 
 static bool add_mapping(process_t* p, const mapping_t* m) {
-  if (!zxs_array_grow((void**)&p->maps, &p->map_cap, p->map_count + 1, sizeof(*p->maps))) return false;
+  if (!zxs_array_grow((void**)&p->maps, &p->map_cap, p->map_count + 1, sizeof(*p->maps)))
+    return false;
   mapping_t copy = *m;
   if ((copy.path = strdup(m->path)) == NULL) return false;
   p->maps[p->map_count++] = copy;
@@ -231,7 +232,8 @@ static bool add_mapping(process_t* p, const mapping_t* m) {
 static int64_t new_process(record_processes_t* s, uint32_t pid, const process_t* parent) {
   uint32_t generation = 0;
   for (size_t i = 0; i < s->process_count; i++) generation += s->processes[i].pid == pid;
-  if (!zxs_array_grow((void**)&s->processes, &s->process_cap, s->process_count + 1, sizeof(*s->processes))) {
+  if (!zxs_array_grow((void**)&s->processes, &s->process_cap, s->process_count + 1,
+                      sizeof(*s->processes))) {
     return -1;
   }
   process_t* p = &s->processes[s->process_count];
@@ -263,7 +265,8 @@ static process_t* current_process(record_processes_t* s, uint32_t pid) {
 static thread_t* thread_in(record_processes_t* s, uint32_t tid, uint32_t proc) {
   int64_t index = id_map_get(&s->tid_map, tid);
   if (index >= 0 && s->threads[index].process == proc) return &s->threads[index];
-  if (!zxs_array_grow((void**)&s->threads, &s->thread_cap, s->thread_count + 1, sizeof(*s->threads))) {
+  if (!zxs_array_grow((void**)&s->threads, &s->thread_cap, s->thread_count + 1,
+                      sizeof(*s->threads))) {
     return NULL;
   }
   thread_t* t = &s->threads[s->thread_count];
@@ -544,7 +547,7 @@ static id_sum_t* read_sum(record_processes_t* s, uint64_t id, bool add) {
     if (s->read_sums[i].id == id) return &s->read_sums[i];
   }
   if (!add || !zxs_array_grow((void**)&s->read_sums, &s->read_sum_cap, s->read_sum_count + 1,
-                    sizeof(*s->read_sums))) {
+                              sizeof(*s->read_sums))) {
     return NULL;
   }
   s->read_sums[s->read_sum_count] = (id_sum_t){.id = id};
@@ -754,7 +757,8 @@ static void add_to_batch(record_processes_t* s, const struct perf_event_header* 
   if (s->batch_len + h->size > BATCH_LIMIT && !s->pcs) record_processes_flush(s);
   size_t size = (h->size + 7u) & ~7u;
   if (!zxs_array_grow((void**)&s->batch, &s->batch_cap, s->batch_len + size, 1) ||
-      !zxs_array_grow((void**)&s->entries, &s->entry_cap, s->entry_count + 1, sizeof(*s->entries))) {
+      !zxs_array_grow((void**)&s->entries, &s->entry_cap, s->entry_count + 1,
+                      sizeof(*s->entries))) {
     if (runtime) {  // no memory to sort: handle in ring order
       on_runtime_record(s, h);
     } else {
@@ -901,7 +905,8 @@ static const module_file_t* module_file(module_files_t* cache, const char* path)
   for (size_t i = 0; i < cache->count; i++) {
     if (strcmp(cache->files[i].path, path) == 0) return &cache->files[i];
   }
-  if (!zxs_array_grow((void**)&cache->files, &cache->cap, cache->count + 1, sizeof(*cache->files))) {
+  if (!zxs_array_grow((void**)&cache->files, &cache->cap, cache->count + 1,
+                      sizeof(*cache->files))) {
     return NULL;
   }
   module_file_t* f = &cache->files[cache->count];

@@ -34,16 +34,14 @@ bool record_run_cfi_available(void) { return zxs_cfi_available(); }
 static bool check_output(const char* output, char* dir, size_t dir_size) {
   struct stat st;
   if (stat(output, &st) == 0 && S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "%s: cannot write the profile to %s: it is a directory\n", PROG,
-            output);
+    fprintf(stderr, "%s: cannot write the profile to %s: it is a directory\n", PROG, output);
     return false;
   }
   char copy[PATH_MAX];
   snprintf(copy, sizeof(copy), "%s", output);
   snprintf(dir, dir_size, "%s", dirname(copy));
   if (access(dir, W_OK | X_OK) != 0 || (access(output, F_OK) == 0 && access(output, W_OK) != 0)) {
-    fprintf(stderr, "%s: cannot write the profile to %s: %s\n", PROG, output,
-            strerror(errno));
+    fprintf(stderr, "%s: cannot write the profile to %s: %s\n", PROG, output, strerror(errno));
     return false;
   }
   return true;
@@ -77,8 +75,7 @@ static bool write_profile(const record_run_options_t* o, record_processes_t* pro
     if (fd >= 0) close(fd);
     return false;
   }
-  zx_status_t status =
-      record_processes_write(procs, o->period_ns, not_attached, out);
+  zx_status_t status = record_processes_write(procs, o->period_ns, not_attached, out);
   if (fclose(out) != 0 && status == ZX_OK) status = ZX_ERR_IO;
   if (status == ZX_OK && o->format != ZXS_FORMAT_FXT) {
     char converted[PATH_MAX];
@@ -146,8 +143,8 @@ static uint64_t now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void print_summary(const record_run_options_t* o, const record_totals_t* t, uint64_t not_attached,
-                          bool kernel) {
+static void print_summary(const record_run_options_t* o, const record_totals_t* t,
+                          uint64_t not_attached, bool kernel) {
   if (!o->quiet) {
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
@@ -186,8 +183,8 @@ static void print_summary(const record_run_options_t* o, const record_totals_t* 
 
 // Opens the perf events on `target` and a pidfd to see it exit. On failure says why, lets a
 // started program exit without running anything (closing `go`) and returns NULL.
-static record_perf_t* open_perf(const record_run_options_t* o, record_launch_t* launch, pid_t target,
-                                int* pidfd) {
+static record_perf_t* open_perf(const record_run_options_t* o, record_launch_t* launch,
+                                pid_t target, int* pidfd) {
   record_perf_options_t options = {.pid = target,
                                    .attach = o->program == NULL,
                                    .inherit_children = o->inherit,
