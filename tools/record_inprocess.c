@@ -97,34 +97,39 @@ static int prepend_env(const char* name, const char* value) {
   return r;
 }
 
-int zxsampler_record_inprocess_main(int argc, char** argv) {
+typedef struct inprocess_args {
+  const char* output;
+  long long hz, mb;
+  bool quiet;
+} inprocess_args_t;
+
+// The options, up to PROGRAM (at argv[optind]). Returns -1 when parsed, else the exit status.
+static int parse_args(int argc, char** argv, inprocess_args_t* a) {
   static const struct option options[] = {
       {"output", required_argument, NULL, 'o'}, {"frequency", required_argument, NULL, 'F'},
       {"buffer", required_argument, NULL, 'b'}, {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-  const char* output = "zxsampler.fxt";
-  long long hz = 1000, mb = 16;
-  bool quiet = false;
+  *a = (inprocess_args_t){.output = "zxsampler.fxt", .hz = 1000, .mb = 16};
   int opt;
   optind = 1;
   while ((opt = getopt_long(argc, argv, "+o:F:b:qh", options, NULL)) != -1) {
     switch (opt) {
       case 'o':
-        output = optarg;
+        a->output = optarg;
         break;
       case 'F':
-        if (!cli_parse_positive(optarg, 100000, &hz)) {
+        if (!cli_parse_positive(optarg, 100000, &a->hz)) {
           return cli_fail_usage(usage_record, "-F takes samples per second (1..100000), not '%s'",
                                 optarg);
         }
         break;
       case 'b':
-        if (!cli_parse_positive(optarg, 1024, &mb)) {
+        if (!cli_parse_positive(optarg, 1024, &a->mb)) {
           return cli_fail_usage(usage_record, "-b takes MiB per CPU (1..1024), not '%s'", optarg);
         }
         break;
       case 'q':
-        quiet = true;
+        a->quiet = true;
         break;
       case 'h':
         usage_record(stdout);
@@ -135,6 +140,82 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
     }
   }
   if (optind >= argc) return cli_fail_usage(usage_record, "%s", "no program given");
+  return -1;
+}
+
+// The profile's absolute path (the program may change directory), any old profile there
+// removed. False after a message.
+static bool prepare_output(const char* output, char* absolute, size_t size) {
+  if (output[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == NULL ||
+        snprintf(absolute, size, "%s/%s", cwd, output) >= (int)size) {
+      fprintf(stderr, "%s: the output path is too long\n", ZXSAMPLER_PROG);
+      return false;
+    }
+  } else {
+    snprintf(absolute, size, "%s", output);
+  }
+  if (unlink(absolute) != 0 && errno != ENOENT) {
+    fprintf(stderr, "%s: cannot replace %s: %s\n", ZXSAMPLER_PROG, output, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+// The child: PROGRAM exec'd in place with the preload and its settings in the environment; the
+// shell's status when it cannot be run.
+static _Noreturn void exec_preloaded(char** program, const inprocess_args_t* a,
+                                     const char* absolute, const char* preload) {
+  signal(SIGINT, SIG_DFL);
+  signal(SIGQUIT, SIG_DFL);
+  char period[32], buffer[32];
+  snprintf(period, sizeof(period), "%lld", 1000000000ll / a->hz);
+  snprintf(buffer, sizeof(buffer), "%lld", a->mb << 20);
+  // The preload profiles this process through its execs, and no process it starts.
+  char self[32];
+  snprintf(self, sizeof(self), "%lld", (long long)getpid());
+  if (setenv("ZXSAMPLER_OUTPUT", absolute, 1) != 0 || setenv("ZXSAMPLER_PID", self, 1) != 0 ||
+      setenv("ZXSAMPLER_PERIOD_NS", period, 1) != 0 ||
+      setenv("ZXSAMPLER_BUFFER_SIZE", buffer, 1) != 0 ||
+      prepend_env(PRELOAD_VARIABLE, preload) != 0) {
+    _exit(127);
+  }
+  execvp(program[0], program);
+  const int e = record_exec_errno(program[0], errno);
+  fprintf(stderr, "%s: cannot run %s: %s\n", ZXSAMPLER_PROG, program[0], strerror(e));
+  _exit(record_exec_status(e));
+}
+
+// Says whether the program wrote its profile (and prints its top functions unless quiet).
+static void report_profile(const char* program, const inprocess_args_t* a, const char* absolute) {
+  if (!is_file(absolute)) {
+    fprintf(stderr,
+            "%s: %s wrote no profile: it ended with _exit() or SIGKILL, is statically linked, "
+            "or its loader refused the preload%s\n",
+            ZXSAMPLER_PROG, program,
+#ifdef __APPLE__
+            " (System Integrity Protection strips " PRELOAD_VARIABLE " from protected binaries)"
+#else
+            "; programs it starts are not sampled in process (a shell script can `exec` the "
+            "program; `record` without --in-process follows children)"
+#endif
+    );
+    return;
+  }
+  fprintf(stderr, "%s: profile written to %s\n", ZXSAMPLER_PROG, a->output);
+  if (!a->quiet) {
+    char error[256];
+    if (zxs_profile_convert(absolute, "-", ZXS_FORMAT_TOP, error, sizeof(error)) != ZX_OK) {
+      fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
+    }
+  }
+}
+
+int zxsampler_record_inprocess_main(int argc, char** argv) {
+  inprocess_args_t a;
+  const int status = parse_args(argc, argv, &a);
+  if (status >= 0) return status;
   const char* preload = find_preload();
   if (preload == NULL) {
     fprintf(stderr,
@@ -143,26 +224,8 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
             ZXSAMPLER_PROG);
     return 1;
   }
-  // The program may change directory: it gets the profile's absolute path.
   char absolute[PATH_MAX];
-  if (output[0] != '/') {
-    char cwd[PATH_MAX];
-    if (getcwd(cwd, sizeof(cwd)) == NULL ||
-        snprintf(absolute, sizeof(absolute), "%s/%s", cwd, output) >= (int)sizeof(absolute)) {
-      fprintf(stderr, "%s: the output path is too long\n", ZXSAMPLER_PROG);
-      return 1;
-    }
-  } else {
-    snprintf(absolute, sizeof(absolute), "%s", output);
-  }
-  if (unlink(absolute) != 0 && errno != ENOENT) {
-    fprintf(stderr, "%s: cannot replace %s: %s\n", ZXSAMPLER_PROG, output, strerror(errno));
-    return 1;
-  }
-  char period[32], buffer[32];
-  snprintf(period, sizeof(period), "%lld", 1000000000ll / hz);
-  snprintf(buffer, sizeof(buffer), "%lld", mb << 20);
-
+  if (!prepare_output(a.output, absolute, sizeof(absolute))) return 1;
   // The terminal's Ctrl-C reaches the program, whose library writes the profile and dies of it;
   // this process only waits.
   signal(SIGINT, SIG_IGN);
@@ -172,50 +235,14 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
     fprintf(stderr, "%s: fork: %s\n", ZXSAMPLER_PROG, strerror(errno));
     return 1;
   }
-  if (child == 0) {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGQUIT, SIG_DFL);
-    // The preload profiles this process through its execs, and no process it starts.
-    char self[32];
-    snprintf(self, sizeof(self), "%lld", (long long)getpid());
-    if (setenv("ZXSAMPLER_OUTPUT", absolute, 1) != 0 || setenv("ZXSAMPLER_PID", self, 1) != 0 ||
-        setenv("ZXSAMPLER_PERIOD_NS", period, 1) != 0 ||
-        setenv("ZXSAMPLER_BUFFER_SIZE", buffer, 1) != 0 ||
-        prepend_env(PRELOAD_VARIABLE, preload) != 0) {
-      _exit(127);
-    }
-    execvp(argv[optind], argv + optind);
-    const int e = record_exec_errno(argv[optind], errno);
-    fprintf(stderr, "%s: cannot run %s: %s\n", ZXSAMPLER_PROG, argv[optind], strerror(e));
-    _exit(record_exec_status(e));
-  }
+  if (child == 0) exec_preloaded(argv + optind, &a, absolute, preload);
   int wstatus = 0;
   while (waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= 126 && !is_file(absolute)) {
     return WEXITSTATUS(wstatus);  // it did not run; exec said why
   }
-  if (!is_file(absolute)) {
-    fprintf(stderr,
-            "%s: %s wrote no profile: it ended with _exit() or SIGKILL, is statically linked, "
-            "or its loader refused the preload%s\n",
-            ZXSAMPLER_PROG, argv[optind],
-#ifdef __APPLE__
-            " (System Integrity Protection strips " PRELOAD_VARIABLE " from protected binaries)"
-#else
-            "; programs it starts are not sampled in process (a shell script can `exec` the "
-            "program; `record` without --in-process follows children)"
-#endif
-    );
-  } else {
-    fprintf(stderr, "%s: profile written to %s\n", ZXSAMPLER_PROG, output);
-    if (!quiet) {
-      char error[256];
-      if (zxs_profile_convert(absolute, "-", ZXS_FORMAT_TOP, error, sizeof(error)) != ZX_OK) {
-        fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
-      }
-    }
-  }
+  report_profile(argv[optind], &a, absolute);
   fflush(NULL);
   return cli_exit_like(wstatus);
 }
