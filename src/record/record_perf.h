@@ -7,8 +7,8 @@
 // kernel's call chain); the recorder walks the copy with the core's frame-pointer rules. The
 // program needs no library loaded, keeps its environment, and whatever it does (exit, _exit,
 // exec, a fatal signal, SIGKILL) the samples it produced are in rings this process owns.
-#ifndef ZXSAMPLER_TOOLS_RECORD_PERF_H_
-#define ZXSAMPLER_TOOLS_RECORD_PERF_H_
+#ifndef ZXSAMPLER_SRC_RECORD_RECORD_PERF_H_
+#define ZXSAMPLER_SRC_RECORD_RECORD_PERF_H_
 
 #include <linux/perf_event.h>
 #include <stdbool.h>
@@ -86,4 +86,4 @@ uint64_t record_perf_attach_failures(const record_perf_t* perf);
 // Closes every event and unmaps the rings. NULL is fine.
 void record_perf_close(record_perf_t* perf);
 
-#endif  // ZXSAMPLER_TOOLS_RECORD_PERF_H_
+#endif  // ZXSAMPLER_SRC_RECORD_RECORD_PERF_H_

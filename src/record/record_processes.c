@@ -121,7 +121,6 @@ struct record_processes {
   id_sum_t* read_sums;
   size_t read_sum_count, read_sum_cap;
   uint64_t schedstat_ms;  // when live threads' schedstat was last read
-  bool attached;          // -p: schedstat from before the recording is subtracted
   // PC samples (record_processes_on_pc): records are held for them until a flush is asked for.
   bool pcs;
   uint64_t root_exec_ns;  // the root's first exec (COMM_EXEC), 0 until seen

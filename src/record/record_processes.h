@@ -7,8 +7,8 @@
 // come from the kernel's MMAP2 records (and /proc/PID/maps for a process attached to while
 // running), a forked child starts with its parent's. Samples are walked when they arrive and
 // written to a spool file, so memory does not grow with the length of the run.
-#ifndef ZXSAMPLER_TOOLS_RECORD_PROCESSES_H_
-#define ZXSAMPLER_TOOLS_RECORD_PROCESSES_H_
+#ifndef ZXSAMPLER_SRC_RECORD_RECORD_PROCESSES_H_
+#define ZXSAMPLER_SRC_RECORD_RECORD_PROCESSES_H_
 
 #include <linux/perf_event.h>
 #include <stdbool.h>
@@ -68,6 +68,7 @@ void record_processes_flush(record_processes_t* self);
 // again, the mappings are replaced by those /proc lists now (kept when it lists none: a zombie).
 void record_processes_add_running(record_processes_t* self, pid_t pid);
 
+// What the records so far made: counts, losses, the root (see record_totals_t).
 void record_processes_totals(const record_processes_t* self, record_totals_t* out);
 
 // Task runtime (RFC-0084) per thread, for the trace's thread records (see record_perf.h for the
@@ -99,6 +100,7 @@ void record_processes_on_count(void* self, pid_t tid, uint64_t id, uint64_t valu
 zx_status_t record_processes_write(record_processes_t* self, uint64_t period_ns,
                                    uint64_t threads_not_attached, FILE* out);
 
+// Frees the model (not the spool, which is the caller's). NULL is fine.
 void record_processes_free(record_processes_t* self);
 
-#endif  // ZXSAMPLER_TOOLS_RECORD_PROCESSES_H_
+#endif  // ZXSAMPLER_SRC_RECORD_RECORD_PROCESSES_H_
