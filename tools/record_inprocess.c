@@ -24,7 +24,7 @@
 
 #include "cli.h"
 // The shell's exec rules only (inline; also on macOS, whose build has no record engine).
-#include "../src/record/launcher.h"
+#include "launcher.h"
 
 #ifdef __APPLE__
 #define PRELOAD_VARIABLE "DYLD_INSERT_LIBRARIES"
