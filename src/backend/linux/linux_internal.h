@@ -94,12 +94,6 @@ static inline bool zxs_linux_current(zxs_thread_slot_t* slot, uint32_t gen, uint
 // A new generation, never 0, unique for the life of the process (wraps after 2^32 arms).
 uint32_t zxs_linux_next_gen(void);
 
-// --- platform_linux.c ------------------------------------------------------------------------
-
-// The backend's one errno -> status translation (a file whose contract folds some statuses
-// together, as perf sources do for "use another source", does so on top of this).
-zx_status_t zxs_linux_status(int err);
-
 // --- threads_linux.c -------------------------------------------------------------------------
 
 // First thing in a thread the backend starts (the collector, the exit watcher): a pthread_create
@@ -127,7 +121,8 @@ struct perf_event_attr;
 void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t period);
 // perf_event_open(attr, tid, cpu (-1: any), no group, close-on-exec): the fd, or -1 with errno.
 int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid, int cpu);
-// errno of perf_event_open/fcntl/mmap -> status. NOT_SUPPORTED means "use another source".
+// errno of perf_event_open/fcntl/mmap -> status: zxs_posix_errno_status() (errno_status.h)
+// folded for the perf sources, where NOT_SUPPORTED means "use another source".
 zx_status_t zxs_linux_perf_status(int err);
 // Whether a task-clock perf event can be opened here (probed once).
 bool zxs_linux_perf_available(void);

@@ -36,6 +36,7 @@
 #include <cpuid.h>
 #endif
 
+#include "errno_status.h"
 #include "linux_internal.h"
 #include "perfmon_core.h"
 #include "platform.h"
@@ -95,24 +96,20 @@ static int perf_open(struct perf_event_attr* attr, pid_t pid, int cpu, int group
   return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
 }
 
-static zx_status_t status_from_errno(int err) {
-  switch (err) {
-    case EACCES:
-    case EPERM:
-      return ZX_ERR_ACCESS_DENIED;
-    case ENOENT:
-    case EOPNOTSUPP:
-    case ENOSYS:
-    case ENODEV:
-      return ZX_ERR_NOT_SUPPORTED;
-    case ENOMEM:
-      return ZX_ERR_NO_MEMORY;
-    case EMFILE:
-    case ENFILE:
-    case ENOSPC:
-    case EBUSY:
-      return ZX_ERR_NO_RESOURCES;
-    default:  // EINVAL: a combination this kernel rejects
+// errno -> the statuses perfmon.h lists for the host's answers: the table's (errno_status.h)
+// ACCESS_DENIED, NOT_SUPPORTED and NO_RESOURCES stand, and ENOMEM's NO_MEMORY; perf's ENOSPC
+// (no counter left) is NO_RESOURCES ("out of counters"); anything else (EINVAL: a combination
+// this kernel rejects; EFBIG, EOVERFLOW: an attribute it does not take) is NOT_SUPPORTED.
+static zx_status_t perfmon_status(int err) {
+  const zx_status_t status = zxs_posix_errno_status(err);
+  switch (status) {
+    case ZX_ERR_ACCESS_DENIED:
+    case ZX_ERR_NOT_SUPPORTED:
+    case ZX_ERR_NO_RESOURCES:
+      return status;
+    case ZX_ERR_NO_MEMORY:
+      return err == ENOMEM ? status : err == ENOSPC ? ZX_ERR_NO_RESOURCES : ZX_ERR_NOT_SUPPORTED;
+    default:
       return ZX_ERR_NOT_SUPPORTED;
   }
 }
@@ -238,11 +235,7 @@ zx_status_t zxs_prim_perfmon_check_access(void) {
   attr.config = PERF_COUNT_SW_CPU_CLOCK;
   attr.disabled = 1;
   int fd = perf_open(&attr, -1, (int)cpu, -1);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == EMFILE || err == ENFILE) return ZX_ERR_NO_RESOURCES;
-    return err == EACCES || err == EPERM ? ZX_ERR_ACCESS_DENIED : ZX_ERR_NOT_SUPPORTED;
-  }
+  if (fd < 0) return perfmon_status(errno);
   close(fd);
   return ZX_OK;
 }
@@ -327,7 +320,7 @@ static zx_status_t map_ring(pm_cpu_t* c, int fd) {
       c->ring_fd = fd;
       return ZX_OK;
     }
-    if (errno != EPERM && errno != ENOMEM) return status_from_errno(errno);
+    if (errno != EPERM && errno != ENOMEM) return perfmon_status(errno);
   }
   return ZX_ERR_NO_RESOURCES;
 }
@@ -369,7 +362,7 @@ static zx_status_t open_cpu(pm_state_t* st, pm_cpu_t* c) {
         c->offline = true;
         return ZX_OK;
       }
-      return status_from_errno(err);
+      return perfmon_status(err);
     }
     c->fd[i] = fd;
     if (ioctl(fd, PERF_EVENT_IOC_ID, &c->id[i]) != 0) return ZX_ERR_NOT_SUPPORTED;
@@ -379,7 +372,7 @@ static zx_status_t open_cpu(pm_state_t* st, pm_cpu_t* c) {
         zx_status_t status = map_ring(c, fd);
         if (status != ZX_OK) return status;
       } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c->ring_fd) != 0) {
-        return status_from_errno(errno);
+        return perfmon_status(errno);
       }
     }
   }

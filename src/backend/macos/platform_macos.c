@@ -5,7 +5,6 @@
 // the calling thread's is not stable), so caps say !has_cpu_attribution: every CPU below the
 // limit counts as online and each thread's samples go to the region of its slot index (the
 // seam's ZXS_CPU_UNKNOWN rule).
-#include <errno.h>
 #include <libproc.h>
 #include <mach/mach.h>
 #include <mach/mach_time.h>
@@ -48,32 +47,6 @@ zx_status_t zxs_macos_status(kern_return_t kr) {
       return ZX_ERR_TIMED_OUT;
     case KERN_ABORTED:
       return ZX_ERR_CANCELED;
-    default:
-      return ZX_ERR_INTERNAL;
-  }
-}
-
-zx_status_t zxs_backend_errno_status(int err) {
-  switch (err) {
-    case ENOMEM:
-    case ENOSPC:
-    case EFBIG:
-      return ZX_ERR_NO_MEMORY;
-    case EMFILE:
-    case ENFILE:
-      return ZX_ERR_NO_RESOURCES;
-    case EACCES:
-    case EPERM:
-      return ZX_ERR_ACCESS_DENIED;
-    case ESRCH:
-    case EBADF:
-      return ZX_ERR_BAD_STATE;
-    case EINVAL:
-      return ZX_ERR_INVALID_ARGS;
-    case ENOENT:
-    case ENOSYS:
-    case ENOTSUP:
-      return ZX_ERR_NOT_SUPPORTED;
     default:
       return ZX_ERR_INTERNAL;
   }
