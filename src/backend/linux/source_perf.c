@@ -81,8 +81,13 @@ void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t perio
   attr->exclude_hv = 1;
 }
 
+int zxs_linux_perf_event_open_group(struct perf_event_attr* attr, pid_t tid, int cpu,
+                                    int group_fd) {
+  return (int)syscall(SYS_perf_event_open, attr, tid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+}
+
 int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid, int cpu) {
-  return (int)syscall(SYS_perf_event_open, attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  return zxs_linux_perf_event_open_group(attr, tid, cpu, -1);
 }
 
 static int perf_open(pid_t tid, zx_duration_t period) {
