@@ -31,11 +31,14 @@
 
 #include <fcntl.h>
 #include <libunwind.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "../util/sorted_search.h"
 
 // libunwind's table search, exported but not declared in its headers (perf uses it the same way).
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
@@ -599,33 +602,18 @@ static row_t reduce(const cfa_state_t* st, bool signal) {
 
 // The FDE whose range may hold `vaddr`: the last one starting at or below it.
 static bool find_fde(const cfi_file_t* f, uint64_t vaddr, uint64_t* fde) {
-  size_t lo = 0, hi;
   if (f->hdr_table != NULL) {
-    hi = f->fde_count;
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      const uint64_t pc = f->hdr_vaddr + (uint64_t)(int64_t)(int32_t)le(f->hdr_table + mid * 8, 4);
-      if (pc <= vaddr) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    if (lo == 0) return false;
-    *fde = f->hdr_vaddr + (uint64_t)(int64_t)(int32_t)le(f->hdr_table + (lo - 1) * 8 + 4, 4);
+    // Entries of two int32_t offsets from the table's address: the initial PC, then the FDE.
+    const size_t n = zxs_sorted_count_at_or_below_i32le(f->hdr_table, f->fde_count, 8, 0,
+                                                        (int64_t)(vaddr - f->hdr_vaddr));
+    if (n == 0) return false;
+    *fde = f->hdr_vaddr + (uint64_t)(int64_t)(int32_t)le(f->hdr_table + (n - 1) * 8 + 4, 4);
     return true;
   }
-  hi = f->index_count;
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (f->index[mid].pc <= vaddr) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == 0) return false;
-  *fde = f->index[lo - 1].fde;
+  const size_t n = zxs_sorted_count_at_or_below(f->index, f->index_count, sizeof(*f->index),
+                                                offsetof(fde_ref_t, pc), vaddr);
+  if (n == 0) return false;
+  *fde = f->index[n - 1].fde;
   return true;
 }
 
@@ -870,17 +858,10 @@ void zxs_cfi_unwinder_free(zxs_cfi_unwinder_t* u) {
 // --- Memory of the sampled process ------------------------------------------------------------
 
 static const space_module_t* find_module(const zxs_cfi_space_t* s, uint64_t addr) {
-  size_t lo = 0, hi = s->count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (s->modules[mid].start <= addr) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == 0 || addr >= s->modules[lo - 1].end) return NULL;
-  return &s->modules[lo - 1];
+  const size_t n = zxs_sorted_count_at_or_below(s->modules, s->count, sizeof(*s->modules),
+                                                offsetof(space_module_t, start), addr);
+  if (n == 0 || addr >= s->modules[n - 1].end) return NULL;
+  return &s->modules[n - 1];
 }
 
 // Eight bytes at a runtime address: from the stack copy, else from a module's file.

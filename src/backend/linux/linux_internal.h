@@ -122,8 +122,7 @@ void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t perio
 // perf_event_open(attr, tid, cpu (-1: any), no group, close-on-exec): the fd, or -1 with errno.
 int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid, int cpu);
 // The same in the group that `group_fd` leads (-1: none): the backend's one perf_event_open.
-int zxs_linux_perf_event_open_group(struct perf_event_attr* attr, pid_t tid, int cpu,
-                                    int group_fd);
+int zxs_linux_perf_event_open_group(struct perf_event_attr* attr, pid_t tid, int cpu, int group_fd);
 // errno of perf_event_open/fcntl/mmap -> status: zxs_posix_errno_status() (errno_status.h)
 // folded for the perf sources, where NOT_SUPPORTED means "use another source".
 zx_status_t zxs_linux_perf_status(int err);

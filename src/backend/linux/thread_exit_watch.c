@@ -105,7 +105,7 @@ zx_status_t zxs_prim_watch_thread_exit(const zxs_prim_thread_t* thread) {
     // pidfd_open, no PIDFD_THREAD before Linux 6.9) is a kernel that cannot watch threads.
     const zx_status_t status = zxs_posix_errno_status(errno);
     return status == ZX_ERR_BAD_STATE || status == ZX_ERR_NO_RESOURCES ? status
-                                                                        : ZX_ERR_NOT_SUPPORTED;
+                                                                       : ZX_ERR_NOT_SUPPORTED;
   }
   zx_status_t status = ZX_ERR_NO_RESOURCES;
   pthread_mutex_lock(&g_lock);
