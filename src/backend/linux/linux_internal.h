@@ -91,9 +91,6 @@ static inline bool zxs_linux_current(zxs_thread_slot_t* slot, uint32_t gen, uint
   return atomic_load_explicit(&st->gen, memory_order_relaxed) == gen;
 }
 
-// A new generation, never 0, unique for the life of the process (wraps after 2^32 arms).
-uint32_t zxs_linux_next_gen(void);
-
 // --- threads_linux.c -------------------------------------------------------------------------
 
 // First thing in a thread the backend starts (the collector, the exit watcher): a pthread_create
@@ -237,21 +234,6 @@ void zxs_linux_cputimer_disarm(zxs_thread_slot_t* slot);
 void zxs_linux_cputimer_on_signal(union sigval value, int overrun, const void* ucontext);
 // The CPU-clock timer's resolution: one scheduler tick.
 zx_duration_t zxs_linux_cputimer_resolution(void);
-
-// --- sources.c --------------------------------------------------------------------------------
-
-typedef enum zxs_linux_source_mode {
-  ZXS_LINUX_SOURCE_AUTO = 0,  // perf-ring, else perf, else the CPU-clock timer
-  ZXS_LINUX_SOURCE_RING,      // perf with the kernel's stack walk only
-  ZXS_LINUX_SOURCE_PERF,      // perf with a signal to the thread only
-  ZXS_LINUX_SOURCE_CPUTIMER,  // CPU-clock timer only
-} zxs_linux_source_mode_t;
-
-// ZXSAMPLER_SOURCE=perf-ring|perf|cputimer (anything else, or unset: auto). Read at each
-// arm.
-zxs_linux_source_mode_t zxs_linux_source_mode(void);
-// The source an arm would use now.
-zxs_sample_source_t zxs_linux_default_source(void);
 
 // --- throttle.c -------------------------------------------------------------------------------
 

@@ -49,9 +49,8 @@ static inline zxs_macos_slot_t* zxs_macos_slot(zxs_thread_slot_t* slot) {
 zx_status_t zxs_macos_status(kern_return_t kr);
 // errno of the POSIX calls (shm_open, mmap, getrusage...) -> status: zxs_posix_errno_status()
 // of src/backend/posix/errno_status.h, shared with Linux.
-// Nanoseconds -> Mach absolute time units, and back (mach_timebase_info, read once).
+// Nanoseconds -> Mach absolute time units (mach_timebase_info, read once).
 uint64_t zxs_macos_ns_to_ticks(uint64_t ns);
-uint64_t zxs_macos_ticks_to_ns(uint64_t ticks);
 
 // --- threads_macos.c --------------------------------------------------------------------------
 

@@ -105,12 +105,6 @@ uint64_t zxs_macos_ns_to_ticks(uint64_t ns) {
   return ns / n * d + ns % n * d / n;
 }
 
-uint64_t zxs_macos_ticks_to_ns(uint64_t ticks) {
-  pthread_once(&g_once, fill_caps);
-  const uint64_t n = g_timebase.numer, d = g_timebase.denom;
-  return ticks / d * n + ticks % d * n / d;
-}
-
 void zxs_prim_relax(void) { sched_yield(); }
 
 zx_koid_t zxs_prim_process_koid(void) { return (zx_koid_t)getpid(); }
