@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_grow.h"
 #include "export.h"
 #include "export_check.h"
 #include "stack_collapse.h"
@@ -38,14 +39,8 @@ typedef struct frame_list {
 } frame_list_t;
 
 static bool push_frame(frame_list_t* list, frame_t f) {
-  if (list->count == list->cap) {
-    size_t cap = list->cap != 0 ? list->cap * 2 : 256;
-    frame_t* items = realloc(list->items, cap * sizeof(items[0]));
-    if (items == NULL) {
-      return false;
-    }
-    list->items = items;
-    list->cap = cap;
+  if (!zxs_array_grow((void**)&list->items, &list->cap, list->count + 1, sizeof(list->items[0]))) {
+    return false;
   }
   list->items[list->count++] = f;
   return true;

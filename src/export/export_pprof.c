@@ -3,6 +3,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "array_grow.h"
 #include "export.h"
 #include "export_check.h"
 #include "protobuf_writer.h"
@@ -284,6 +285,39 @@ static int compare_sample_refs(const void* a, const void* b) {
   return 0;
 }
 
+// The label keys a sample's labels use (string table indexes).
+typedef struct {
+  uint64_t thread, thread_name, pid, process;
+} label_keys_t;
+
+// One label: `key` with a string index (kLabelStr) or a number (kLabelNum).
+static void write_label(pprof_state_t* st, uint64_t key, uint32_t field, uint64_t value) {
+  size_t label = zxs_pb_begin(&st->pb, kSampleLabel);
+  zxs_pb_varint_field(&st->pb, kLabelKey, key);
+  zxs_pb_varint_field(&st->pb, field, value);
+  zxs_pb_end(&st->pb, label);
+}
+
+// A sample's labels: its thread (tid, name) and process (pid, name), where known.
+static void write_sample_labels(pprof_state_t* st, const zxs_profile_sample_t* s,
+                                const label_keys_t* keys, const zxs_thread_index_t* threads) {
+  size_t label = zxs_pb_begin(&st->pb, kSampleLabel);
+  zxs_pb_varint_field(&st->pb, kLabelKey, keys->thread);
+  zxs_pb_varint_field_nz(&st->pb, kLabelNum, s->tid);
+  zxs_pb_end(&st->pb, label);
+  const char* name = zxs_thread_index_name(threads, s->tid);
+  if (name != NULL) {
+    write_label(st, keys->thread_name, kLabelStr, str(st, name));
+  }
+  const zxs_profile_process_t* process = zxs_profile_find_process(st->profile, s->pid);
+  if (s->pid != 0) {
+    write_label(st, keys->pid, kLabelNum, process != NULL ? process->pid : s->pid);
+  }
+  if (process != NULL && process->name[0] != '\0') {
+    write_label(st, keys->process, kLabelStr, str(st, process->name));
+  }
+}
+
 static bool write_samples(pprof_state_t* st, uint64_t period) {
   const zxs_profile_t* p = st->profile;
   size_t n = p->sample_count;
@@ -291,19 +325,19 @@ static bool write_samples(pprof_state_t* st, uint64_t period) {
     return true;
   }
   sample_ref_t* refs = malloc(n * sizeof(refs[0]));
-  uint64_t* ids = malloc(65 * sizeof(ids[0]));
-  size_t ids_cap = 65;
+  uint64_t* ids = NULL;
+  size_t ids_cap = 0;
   zxs_thread_index_t threads = {0};
-  if (refs == NULL || ids == NULL || zxs_thread_index_init(&threads, p) != ZX_OK) {
+  if (refs == NULL || zxs_thread_index_init(&threads, p) != ZX_OK) {
     zxs_thread_index_free(&threads);  // fine when never initialized
     free(refs);
-    free(ids);
     return false;
   }
-  uint64_t thread_key = str(st, "thread");
-  uint64_t thread_name_key = str(st, "thread_name");
-  uint64_t pid_key = str(st, "pid");
-  uint64_t process_key = str(st, "process");
+  label_keys_t keys;  // interned in this order (an initializer list would leave it open)
+  keys.thread = str(st, "thread");
+  keys.thread_name = str(st, "thread_name");
+  keys.pid = str(st, "pid");
+  keys.process = str(st, "process");
   for (size_t i = 0; i < n; i++) {
     refs[i].sample = &p->samples[i];
     refs[i].frames = p->frames + p->samples[i].first_frame;
@@ -317,14 +351,9 @@ static bool write_samples(pprof_state_t* st, uint64_t period) {
       j++;
     }
     const zxs_profile_sample_t* s = refs[i].sample;
-    if (s->depth > ids_cap) {
-      uint64_t* more = realloc(ids, s->depth * sizeof(ids[0]));
-      if (more == NULL) {
-        ok = false;
-        break;
-      }
-      ids = more;
-      ids_cap = s->depth;
+    if (!zxs_array_grow((void**)&ids, &ids_cap, s->depth, sizeof(ids[0]))) {
+      ok = false;
+      break;
     }
     for (uint32_t d = 0; d < s->depth; d++) {
       ids[d] = (uint64_t)refs[i].frames[d] + 1;  // leaf first, as pprof wants
@@ -334,30 +363,7 @@ static bool write_samples(pprof_state_t* st, uint64_t period) {
     size_t mark = zxs_pb_begin(&st->pb, kProfileSample);
     zxs_pb_packed_field(&st->pb, kSampleLocationId, ids, s->depth);
     zxs_pb_packed_field(&st->pb, kSampleValue, values, 2);
-    size_t label = zxs_pb_begin(&st->pb, kSampleLabel);
-    zxs_pb_varint_field(&st->pb, kLabelKey, thread_key);
-    zxs_pb_varint_field_nz(&st->pb, kLabelNum, s->tid);
-    zxs_pb_end(&st->pb, label);
-    const char* name = zxs_thread_index_name(&threads, s->tid);
-    if (name != NULL) {
-      label = zxs_pb_begin(&st->pb, kSampleLabel);
-      zxs_pb_varint_field(&st->pb, kLabelKey, thread_name_key);
-      zxs_pb_varint_field(&st->pb, kLabelStr, str(st, name));
-      zxs_pb_end(&st->pb, label);
-    }
-    const zxs_profile_process_t* process = zxs_profile_find_process(st->profile, s->pid);
-    if (s->pid != 0) {
-      label = zxs_pb_begin(&st->pb, kSampleLabel);
-      zxs_pb_varint_field(&st->pb, kLabelKey, pid_key);
-      zxs_pb_varint_field(&st->pb, kLabelNum, process != NULL ? process->pid : s->pid);
-      zxs_pb_end(&st->pb, label);
-    }
-    if (process != NULL && process->name[0] != '\0') {
-      label = zxs_pb_begin(&st->pb, kSampleLabel);
-      zxs_pb_varint_field(&st->pb, kLabelKey, process_key);
-      zxs_pb_varint_field(&st->pb, kLabelStr, str(st, process->name));
-      zxs_pb_end(&st->pb, label);
-    }
+    write_sample_labels(st, s, &keys, &threads);
     zxs_pb_end(&st->pb, mark);
     i = j;
   }

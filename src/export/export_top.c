@@ -499,6 +499,60 @@ static bool write_alert(top_state_t* st, const zxs_profile_alert_t* a,
   return true;
 }
 
+// Interns every location's and inline frame's function label, and makes the per-label counters.
+// False when out of memory.
+static bool label_functions(top_state_t* st) {
+  const zxs_profile_t* profile = st->profile;
+  st->location_function = malloc((profile->location_count + 1) * sizeof(uint32_t));
+  st->inline_function = malloc((profile->inline_frame_count + 1) * sizeof(uint32_t));
+  if (st->location_function == NULL || st->inline_function == NULL) {
+    return false;
+  }
+  for (size_t i = 0; i < profile->inline_frame_count; i++) {
+    zxs_sb_t label = {0};
+    zxs_export_append_inline_label(&label, &profile->inline_frames[i]);
+    int64_t index = intern_built(st, &label);
+    if (index < 0) {
+      return false;
+    }
+    st->inline_function[i] = (uint32_t)index;
+  }
+  for (size_t i = 0; i < profile->location_count; i++) {
+    int64_t index = intern_label(st, (uint32_t)i);
+    if (index < 0) {
+      return false;
+    }
+    st->location_function[i] = (uint32_t)index;
+  }
+  size_t labels = st->labels.count + 1;
+  st->self = malloc(labels * sizeof(st->self[0]));
+  st->total = malloc(labels * sizeof(st->total[0]));
+  st->stamp = malloc(labels * sizeof(st->stamp[0]));
+  return st->self != NULL && st->total != NULL && st->stamp != NULL;
+}
+
+// ZXS_EXPORT_TOP_PER_THREAD: a table for each thread, the busiest first.
+static bool write_per_thread(top_state_t* st, thread_count_t* threads, size_t thread_count,
+                             const zxs_thread_index_t* names, size_t max_rows, FILE* out) {
+  if (thread_count > 0) {
+    qsort(threads, thread_count, sizeof(threads[0]), compare_thread_counts);
+  }
+  for (size_t i = 0; i < thread_count; i++) {
+    const char* name = zxs_thread_index_name(names, threads[i].tid);
+    fputs("\nThread ", out);
+    write_plain(out, name != NULL ? name : "unknown");
+    fprintf(out, " (tid %" PRIu64 "): %" PRIu64 " sample%s (", threads[i].tid, threads[i].samples,
+            threads[i].samples == 1 ? "" : "s");
+    write_percent(out, threads[i].samples, st->profile->sample_count, 0);
+    fputs(" of all)\n", out);
+    const sample_filter_t one = {.tid = threads[i].tid, .until = UINT64_MAX};
+    if (!write_table(st, &one, max_rows, out)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32_t flags,
                            FILE* out) {
   zx_status_t status = zxs_export_check(profile, out);
@@ -511,33 +565,7 @@ zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32
   thread_count_t* threads = count_threads(profile, &thread_count, &failed);
   zxs_thread_index_t names = {0};
   status = ZX_ERR_NO_MEMORY;
-  st.location_function = malloc((profile->location_count + 1) * sizeof(uint32_t));
-  st.inline_function = malloc((profile->inline_frame_count + 1) * sizeof(uint32_t));
-  if (failed || st.location_function == NULL || st.inline_function == NULL ||
-      zxs_thread_index_init(&names, profile) != ZX_OK) {
-    goto done;
-  }
-  for (size_t i = 0; i < profile->inline_frame_count; i++) {
-    zxs_sb_t label = {0};
-    zxs_export_append_inline_label(&label, &profile->inline_frames[i]);
-    int64_t index = intern_built(&st, &label);
-    if (index < 0) {
-      goto done;
-    }
-    st.inline_function[i] = (uint32_t)index;
-  }
-  for (size_t i = 0; i < profile->location_count; i++) {
-    int64_t index = intern_label(&st, (uint32_t)i);
-    if (index < 0) {
-      goto done;
-    }
-    st.location_function[i] = (uint32_t)index;
-  }
-  size_t labels = st.labels.count + 1;
-  st.self = malloc(labels * sizeof(st.self[0]));
-  st.total = malloc(labels * sizeof(st.total[0]));
-  st.stamp = malloc(labels * sizeof(st.stamp[0]));
-  if (st.self == NULL || st.total == NULL || st.stamp == NULL) {
+  if (failed || zxs_thread_index_init(&names, profile) != ZX_OK || !label_functions(&st)) {
     goto done;
   }
 
@@ -550,23 +578,9 @@ zx_status_t zxs_export_top(const zxs_profile_t* profile, size_t max_rows, uint32
   if (!write_table(&st, &all, max_rows, out)) {
     goto done;
   }
-  if (flags & ZXS_EXPORT_TOP_PER_THREAD) {
-    if (thread_count > 0) {
-      qsort(threads, thread_count, sizeof(threads[0]), compare_thread_counts);
-    }
-    for (size_t i = 0; i < thread_count; i++) {
-      const char* name = zxs_thread_index_name(&names, threads[i].tid);
-      fputs("\nThread ", out);
-      write_plain(out, name != NULL ? name : "unknown");
-      fprintf(out, " (tid %" PRIu64 "): %" PRIu64 " sample%s (", threads[i].tid, threads[i].samples,
-              threads[i].samples == 1 ? "" : "s");
-      write_percent(out, threads[i].samples, profile->sample_count, 0);
-      fputs(" of all)\n", out);
-      const sample_filter_t one = {.tid = threads[i].tid, .until = UINT64_MAX};
-      if (!write_table(&st, &one, max_rows, out)) {
-        goto done;
-      }
-    }
+  if ((flags & ZXS_EXPORT_TOP_PER_THREAD) &&
+      !write_per_thread(&st, threads, thread_count, &names, max_rows, out)) {
+    goto done;
   }
   status = zxs_export_stream_status(out);
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_grow.h"
+
 uint32_t zxs_hash_string(const char* s, size_t len) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < len; i++) {
@@ -50,14 +52,9 @@ int64_t zxs_strtab_intern(zxs_strtab_t* tab, const char* s) {
     }
     at = (at + 1) & (tab->slot_count - 1);
   }
-  if (tab->count == tab->strings_cap) {
-    size_t cap = tab->strings_cap != 0 ? tab->strings_cap * 2 : 64;
-    char** strings = realloc(tab->strings, cap * sizeof(strings[0]));
-    if (strings == NULL) {
-      return -1;
-    }
-    tab->strings = strings;
-    tab->strings_cap = cap;
+  if (!zxs_array_grow((void**)&tab->strings, &tab->strings_cap, tab->count + 1,
+                      sizeof(tab->strings[0]))) {
+    return -1;
   }
   char* copy = malloc(len + 1);
   if (copy == NULL) {

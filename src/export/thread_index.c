@@ -1,12 +1,17 @@
 // Thread names by tid (thread_index.h).
 #include "thread_index.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
-static int compare_thread_ptrs(const void* a, const void* b) {
-  const zxs_profile_thread_t* ta = *(const zxs_profile_thread_t* const*)a;
-  const zxs_profile_thread_t* tb = *(const zxs_profile_thread_t* const*)b;
-  return ta->tid < tb->tid ? -1 : (ta->tid > tb->tid ? 1 : 0);
+#include "sorted_search.h"
+
+static int compare_entries(const void* a, const void* b) {
+  const zxs_thread_index_entry_t* ea = a;
+  const zxs_thread_index_entry_t* eb = b;
+  if (ea->tid != eb->tid) return ea->tid < eb->tid ? -1 : 1;
+  // One tid's records in the profile's order, whatever qsort does with equal keys.
+  return ea->thread < eb->thread ? -1 : (ea->thread > eb->thread ? 1 : 0);
 }
 
 zx_status_t zxs_thread_index_init(zxs_thread_index_t* index, const zxs_profile_t* profile) {
@@ -20,27 +25,20 @@ zx_status_t zxs_thread_index_init(zxs_thread_index_t* index, const zxs_profile_t
     return ZX_ERR_NO_MEMORY;
   }
   for (size_t i = 0; i < profile->thread_count; i++) {
-    index->sorted[i] = &profile->threads[i];
+    index->sorted[i] =
+        (zxs_thread_index_entry_t){.tid = profile->threads[i].tid, .thread = &profile->threads[i]};
   }
   index->count = profile->thread_count;
-  qsort(index->sorted, index->count, sizeof(index->sorted[0]), compare_thread_ptrs);
+  qsort(index->sorted, index->count, sizeof(index->sorted[0]), compare_entries);
   return ZX_OK;
 }
 
 const char* zxs_thread_index_name(const zxs_thread_index_t* index, zx_koid_t tid) {
-  size_t lo = 0;
-  size_t hi = index->count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (index->sorted[mid]->tid < tid) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
+  size_t i = zxs_sorted_count_below(index->sorted, index->count, sizeof(index->sorted[0]),
+                                    offsetof(zxs_thread_index_entry_t, tid), tid);
   // The first record of that tid with a name (hand-built profiles may repeat a tid).
-  for (; lo < index->count && index->sorted[lo]->tid == tid; lo++) {
-    const char* name = index->sorted[lo]->name;
+  for (; i < index->count && index->sorted[i].tid == tid; i++) {
+    const char* name = index->sorted[i].thread->name;
     if (name != NULL && name[0] != '\0') {
       return name;
     }

@@ -3,13 +3,19 @@
 #define ZXSAMPLER_SRC_REPORT_THREAD_INDEX_H_
 
 #include <stddef.h>
+#include <stdint.h>
 #include <zxsampler/types.h>
 
 #include "profile.h"
 
+typedef struct zxs_thread_index_entry {
+  uint64_t tid;  // the thread's, where sorted_search.h finds it
+  const zxs_profile_thread_t* thread;
+} zxs_thread_index_entry_t;
+
 // Thread names by tid.
 typedef struct zxs_thread_index {
-  const zxs_profile_thread_t** sorted;  // by tid
+  zxs_thread_index_entry_t* sorted;  // by tid
   size_t count;
 } zxs_thread_index_t;
 

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array_grow.h"
 #include "elf_notes.h"
 #include "sorted_search.h"
 
@@ -252,6 +253,52 @@ static uint8_t symbol_rank(uint64_t size, uint8_t bind, uint8_t type) {
   return rank;
 }
 
+// Whether a defined symbol of `type` named `name` in section `shndx` is code: a function, or an
+// assembly entry point. *section_end: where that section ends (UINT64_MAX when unknown).
+static bool symbol_is_code(const section_t* sections, size_t shnum, const char* name, uint8_t type,
+                           uint16_t shndx, uint64_t* section_end) {
+  *section_end = UINT64_MAX;
+  if (shndx == E_SHN_XINDEX) {
+    // The real index is in SHT_SYMTAB_SHNDX; without reading it, trust typed functions only.
+    return type == E_STT_FUNC || type == E_STT_GNU_IFUNC;
+  }
+  if (shndx >= E_SHN_LORESERVE || shndx >= shnum) {
+    return false;  // absolute or common (not code), or no such section
+  }
+  const section_t* in = &sections[shndx];
+  if (type == E_STT_NOTYPE) {
+    // Untyped symbols in code are hand-written assembly entry points; skip local labels and
+    // ARM/AArch64 mapping symbols ($x, $d).
+    const bool exec = (in->flags & E_SHF_EXECINSTR) != 0;
+    if (!exec || name[0] == '$' || (name[0] == '.' && name[1] == 'L')) {
+      return false;
+    }
+  } else if (type != E_STT_FUNC && type != E_STT_GNU_IFUNC) {
+    return false;
+  }
+  if (in->size <= UINT64_MAX - in->addr) {
+    *section_end = in->addr + in->size;
+  }
+  return true;
+}
+
+// Reads the string table of `size` bytes at `offset` and keeps it with the file (the symbols'
+// names point into it).
+static zx_status_t keep_string_table(zxs_elf_t* elf, const reader_t* r, uint64_t offset,
+                                     uint64_t size, uint8_t** strtab) {
+  char** strtabs = realloc(elf->strtabs, (elf->strtab_count + 1) * sizeof(*strtabs));
+  if (strtabs == NULL) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  elf->strtabs = strtabs;
+  zx_status_t status = read_alloc(r, offset, size, strtab);
+  if (status != ZX_OK) {
+    return status;
+  }
+  elf->strtabs[elf->strtab_count++] = (char*)*strtab;
+  return ZX_OK;
+}
+
 // Appends the function symbols of symbol table `sec` (whose string table is sections[link]).
 static zx_status_t add_symbol_table(zxs_elf_t* elf, const reader_t* r, const section_t* sections,
                                     size_t shnum, const section_t* sec, size_t* capacity) {
@@ -266,17 +313,11 @@ static zx_status_t add_symbol_table(zxs_elf_t* elf, const reader_t* r, const sec
   if (count == 0) {
     return ZX_OK;
   }
-  char** strtabs = realloc(elf->strtabs, (elf->strtab_count + 1) * sizeof(*strtabs));
-  if (strtabs == NULL) {
-    return ZX_ERR_NO_MEMORY;
-  }
-  elf->strtabs = strtabs;
   uint8_t* strtab = NULL;
-  zx_status_t status = read_alloc(r, str->offset, str->size, &strtab);
+  zx_status_t status = keep_string_table(elf, r, str->offset, str->size, &strtab);
   if (status != ZX_OK) {
     return status;
   }
-  elf->strtabs[elf->strtab_count++] = (char*)strtab;
   uint8_t* table = NULL;
   status = read_alloc(r, sec->offset, count * E_SYM_SIZE, &table);
   if (status != ZX_OK) {
@@ -291,56 +332,23 @@ static zx_status_t add_symbol_table(zxs_elf_t* elf, const reader_t* r, const sec
     uint16_t shndx = le16(s + 6);
     uint64_t value = le64(s + 8);
     uint64_t size = le64(s + 16);
+    uint64_t section_end;
     if (name == 0 || name >= str->size || strtab[name] == '\0' || value == 0 ||
-        size > UINT64_MAX - value || shndx == E_SHN_UNDEF) {
+        size > UINT64_MAX - value || shndx == E_SHN_UNDEF ||
+        !symbol_is_code(sections, shnum, (const char*)strtab + name, type, shndx, &section_end)) {
       continue;
     }
-    uint64_t section_end = UINT64_MAX;
-    if (shndx == E_SHN_XINDEX) {
-      // The real index is in SHT_SYMTAB_SHNDX; without reading it, trust typed functions only.
-      if (type != E_STT_FUNC && type != E_STT_GNU_IFUNC) {
-        continue;
-      }
-    } else if (shndx >= E_SHN_LORESERVE) {
-      continue;  // absolute or common: not code
-    } else {
-      if (shndx >= shnum) {
-        continue;
-      }
-      const section_t* in = &sections[shndx];
-      bool exec = (in->flags & E_SHF_EXECINSTR) != 0;
-      if (type == E_STT_NOTYPE) {
-        // Untyped symbols in code are hand-written assembly entry points; skip local labels and
-        // ARM/AArch64 mapping symbols ($x, $d).
-        const char* n = (const char*)strtab + name;
-        if (!exec || n[0] == '$' || (n[0] == '.' && n[1] == 'L')) {
-          continue;
-        }
-      } else if (type != E_STT_FUNC && type != E_STT_GNU_IFUNC) {
-        continue;
-      }
-      if (in->size <= UINT64_MAX - in->addr) {
-        section_end = in->addr + in->size;
-      }
+    if (!zxs_array_grow((void**)&elf->syms, capacity, elf->sym_count + 1, sizeof(*elf->syms))) {
+      free(table);
+      return ZX_ERR_NO_MEMORY;
     }
-    if (elf->sym_count == *capacity) {
-      size_t grown_capacity = *capacity == 0 ? 1024 : 2 * *capacity;
-      sym_entry_t* grown = realloc(elf->syms, grown_capacity * sizeof(*grown));
-      if (grown == NULL) {
-        free(table);
-        return ZX_ERR_NO_MEMORY;
-      }
-      elf->syms = grown;
-      *capacity = grown_capacity;
-    }
-    sym_entry_t* e = &elf->syms[elf->sym_count++];
-    e->address = value;
-    e->size = size;
-    e->end = 0;
-    e->section_end = section_end;
-    e->name = (const char*)strtab + name;
-    e->source = source;
-    e->rank = symbol_rank(size, bind, type);
+    elf->syms[elf->sym_count++] = (sym_entry_t){.address = value,
+                                                .size = size,
+                                                .end = 0,
+                                                .section_end = section_end,
+                                                .name = (const char*)strtab + name,
+                                                .source = source,
+                                                .rank = symbol_rank(size, bind, type)};
   }
   free(table);
   return ZX_OK;
@@ -651,13 +659,9 @@ static zx_status_t macho_symbols(zxs_elf_t* elf, const reader_t* r, uint64_t bas
   const uint64_t symoff = le32(cmd + 8), nsyms = le32(cmd + 12);
   const uint64_t stroff = le32(cmd + 16), strsize = le32(cmd + 20);
   if (nsyms == 0) return ZX_OK;
-  char** strtabs = realloc(elf->strtabs, (elf->strtab_count + 1) * sizeof(*strtabs));
-  if (strtabs == NULL) return ZX_ERR_NO_MEMORY;
-  elf->strtabs = strtabs;
   uint8_t* strtab = NULL;
-  zx_status_t status = read_alloc(r, base + stroff, strsize, &strtab);
+  zx_status_t status = keep_string_table(elf, r, base + stroff, strsize, &strtab);
   if (status != ZX_OK) return status;
-  elf->strtabs[elf->strtab_count++] = (char*)strtab;
   uint8_t* table = NULL;
   status = read_alloc(r, base + symoff, nsyms * MACHO_NLIST_64_SIZE, &table);
   if (status != ZX_OK) return status;
@@ -676,14 +680,9 @@ static zx_status_t macho_symbols(zxs_elf_t* elf, const reader_t* r, uint64_t bas
     if (name[0] == 'l' || name[0] == 'L') continue;  // assembler-local labels (ltmp0, L...)
     if (name[0] == '_') name++;                      // the prefix Darwin gives C names
     if (name[0] == '\0') continue;
-    if (elf->sym_count == capacity) {
-      capacity = capacity == 0 ? 1024 : 2 * capacity;
-      sym_entry_t* grown = realloc(elf->syms, capacity * sizeof(*grown));
-      if (grown == NULL) {
-        free(table);
-        return ZX_ERR_NO_MEMORY;
-      }
-      elf->syms = grown;
+    if (!zxs_array_grow((void**)&elf->syms, &capacity, elf->sym_count + 1, sizeof(*elf->syms))) {
+      free(table);
+      return ZX_ERR_NO_MEMORY;
     }
     elf->syms[elf->sym_count++] =
         (sym_entry_t){.address = value,
@@ -1032,14 +1031,9 @@ static void index_cus(zxs_elf_t* elf) {
       if (start >= end || end > UINT64_MAX - bias) {
         continue;
       }
-      if (elf->cu_range_count == capacity) {
-        size_t grown_capacity = capacity == 0 ? 64 : 2 * capacity;
-        cu_range_t* grown = realloc(elf->cu_ranges, grown_capacity * sizeof(*grown));
-        if (grown == NULL) {
-          return;  // keep what was indexed: fewer lines, still correct ones
-        }
-        elf->cu_ranges = grown;
-        capacity = grown_capacity;
+      if (!zxs_array_grow((void**)&elf->cu_ranges, &capacity, elf->cu_range_count + 1,
+                          sizeof(*elf->cu_ranges))) {
+        return;  // keep what was indexed: fewer lines, still correct ones
       }
       elf->cu_ranges[elf->cu_range_count++] =
           (cu_range_t){.start = start + bias, .end = end + bias, .bias = bias, .cu = cu};
@@ -1148,14 +1142,9 @@ static void call_site(Dwarf_Die* die, const char** file, uint32_t* line, uint32_
 // Appends one inline frame to the handle's buffer; false when out of memory (the chain is then
 // dropped whole: a partial one would give the outer function a callee's line).
 static bool push_inline_frame(zxs_elf_t* elf, size_t count, const zxs_elf_inline_frame_t* frame) {
-  if (count == elf->inlined_capacity) {
-    size_t grown_capacity = count == 0 ? 8 : 2 * count;
-    zxs_elf_inline_frame_t* grown = realloc(elf->inlined, grown_capacity * sizeof(*grown));
-    if (grown == NULL) {
-      return false;
-    }
-    elf->inlined = grown;
-    elf->inlined_capacity = grown_capacity;
+  if (!zxs_array_grow((void**)&elf->inlined, &elf->inlined_capacity, count + 1,
+                      sizeof(*elf->inlined))) {
+    return false;
   }
   elf->inlined[count] = *frame;
   return true;

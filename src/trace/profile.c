@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ticks.h"
+
 typedef struct string_block {
   struct string_block* next;
   char text[];
@@ -73,8 +75,6 @@ uint64_t zxs_profile_duration_ns(const zxs_profile_t* p) {
     lo = p->samples[i].ticks < lo ? p->samples[i].ticks : lo;
     hi = p->samples[i].ticks > hi ? p->samples[i].ticks : hi;
   }
-  uint64_t tps = p->ticks_per_second != 0 ? p->ticks_per_second : 1000000000u;
-  uint64_t ticks = hi - lo;
-  uint64_t ns = ticks / tps * 1000000000u + (uint64_t)((double)(ticks % tps) * 1e9 / (double)tps);
+  const uint64_t ns = zxs_ticks_to_ns(hi - lo, p->ticks_per_second);
   return ns + (p->period > 0 ? (uint64_t)p->period : 0);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <zxsampler/fxt.h>
 
+#include "array_grow.h"
 #include "demangle.h"
 #include "elf_symbolizer.h"
 #include "export.h"
@@ -191,17 +192,6 @@ static uint64_t hash_location(uint32_t process, uint64_t address, bool ra) {
   return h ^ (h >> 29);
 }
 
-static bool grow(void** array, size_t* cap, size_t need, size_t elem) {
-  if (need <= *cap) return true;
-  size_t cap2 = *cap == 0 ? 64 : *cap * 2;
-  while (cap2 < need) cap2 *= 2;
-  void* grown = realloc(*array, cap2 * elem);
-  if (grown == NULL) return false;
-  *array = grown;
-  *cap = cap2;
-  return true;
-}
-
 static bool rehash(builder_t* b) {
   size_t size = b->table_size == 0 ? 1024 : b->table_size * 2;
   uint32_t* table = calloc(size, sizeof(uint32_t));
@@ -230,8 +220,8 @@ static uint32_t intern_location(builder_t* b, uint32_t process, uint64_t address
     }
     slot = (slot + 1) & (b->table_size - 1);
   }
-  if (!grow((void**)&p->locations, &b->location_cap, p->location_count + 1,
-            sizeof(*p->locations))) {
+  if (!zxs_array_grow((void**)&p->locations, &b->location_cap, p->location_count + 1,
+                      sizeof(*p->locations))) {
     return UINT32_MAX;
   }
   p->locations[p->location_count] = (zxs_profile_location_t){
@@ -250,7 +240,8 @@ static size_t find_process(builder_t* b, zx_koid_t koid) {
     if (p->processes[i].koid == koid) return b->last_process = i;
   }
   size_t cap = b->process_cap;
-  if (!grow((void**)&p->processes, &b->process_cap, p->process_count + 1, sizeof(*p->processes))) {
+  if (!zxs_array_grow((void**)&p->processes, &b->process_cap, p->process_count + 1,
+                      sizeof(*p->processes))) {
     return SIZE_MAX;
   }
   if (b->process_cap != cap) {
@@ -275,7 +266,8 @@ static zx_status_t add_thread(builder_t* b, zx_koid_t pid, zx_koid_t tid, const 
       return p->threads[i].name != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
     }
   }
-  if (!grow((void**)&p->threads, &b->thread_cap, p->thread_count + 1, sizeof(*p->threads))) {
+  if (!zxs_array_grow((void**)&p->threads, &b->thread_cap, p->thread_count + 1,
+                      sizeof(*p->threads))) {
     return ZX_ERR_NO_MEMORY;
   }
   const char* copy = zxs_profile_strdup(p, buf);
@@ -291,8 +283,10 @@ static zx_status_t add_sample(builder_t* b, const zxs_fxt_record_t* rec) {
   if (blob->payload.size % 8 != 0 || depth == 0 || depth > ZXS_TRACE_MAX_FRAMES) {
     return ZX_ERR_IO_DATA_INTEGRITY;
   }
-  if (!grow((void**)&p->samples, &b->sample_cap, p->sample_count + 1, sizeof(*p->samples)) ||
-      !grow((void**)&p->frames, &b->frame_cap, p->frame_count + depth, sizeof(*p->frames))) {
+  if (!zxs_array_grow((void**)&p->samples, &b->sample_cap, p->sample_count + 1,
+                      sizeof(*p->samples)) ||
+      !zxs_array_grow((void**)&p->frames, &b->frame_cap, p->frame_count + depth,
+                      sizeof(*p->frames))) {
     return ZX_ERR_NO_MEMORY;
   }
   const size_t process = find_process(b, blob->thread.process_koid);
@@ -367,14 +361,9 @@ static zx_status_t add_inline_frames(zxs_profile_t* p, zxs_profile_location_t* l
       where->inline_count > SIZE_MAX / sizeof(zxs_profile_inline_frame_t) - p->inline_frame_count) {
     return ZX_ERR_NO_MEMORY;
   }
-  size_t needed = p->inline_frame_count + where->inline_count;
-  if (needed > *capacity) {
-    size_t grown_capacity = *capacity == 0 ? 64 : *capacity;
-    while (grown_capacity < needed) grown_capacity *= 2;
-    zxs_profile_inline_frame_t* grown = realloc(p->inline_frames, grown_capacity * sizeof(*grown));
-    if (grown == NULL) return ZX_ERR_NO_MEMORY;
-    p->inline_frames = grown;
-    *capacity = grown_capacity;
+  const size_t needed = p->inline_frame_count + where->inline_count;
+  if (!zxs_array_grow((void**)&p->inline_frames, capacity, needed, sizeof(*p->inline_frames))) {
+    return ZX_ERR_NO_MEMORY;
   }
   for (size_t i = 0; i < where->inline_count; i++) {
     const zxs_elf_inline_frame_t* in = &where->inlined[i];
@@ -492,8 +481,8 @@ static zx_status_t read_kernel_symbols(builder_t* b, const char* text, size_t si
     unsigned long long start, end;
     char name[257];
     if (sscanf(buf, "%llx %llx %256s", &start, &end, name) == 3 && start < end) {
-      if (!grow((void**)&p->kernel_symbols, &b->kernel_symbol_cap, p->kernel_symbol_count + 1,
-                sizeof(*p->kernel_symbols))) {
+      if (!zxs_array_grow((void**)&p->kernel_symbols, &b->kernel_symbol_cap,
+                          p->kernel_symbol_count + 1, sizeof(*p->kernel_symbols))) {
         return ZX_ERR_NO_MEMORY;
       }
       const char* copy = zxs_profile_strdup(p, name);

@@ -31,11 +31,14 @@
 
 #include <fcntl.h>
 #include <libunwind.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "../util/sorted_search.h"
 
 // libunwind's table search, exported but not declared in its headers (perf uses it the same way).
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
@@ -403,6 +406,131 @@ static rule_t* rule_of(cfa_state_t* st, uint64_t reg, uint64_t ra_reg) {
   return NULL;
 }
 
+// A register's new rule, as one instruction gives it.
+typedef struct reg_rule_op {
+  uint64_t reg;
+  int how;  // RULE_*; -1: the instruction sets no register's rule
+  int64_t off;
+} reg_rule_op_t;
+
+// The rule DW_CFA_restore gives r->reg: the CIE's (`initial`), or same-value while the CIE's own
+// instructions run (`initial` NULL).
+static void restore_rule(const cfa_state_t* initial, const cie_t* cie, reg_rule_op_t* r) {
+  r->how = RULE_SAME;
+  if (initial != NULL) {
+    const rule_t* from = rule_of((cfa_state_t*)initial, r->reg, cie->ra_reg);
+    if (from != NULL) r->how = from->how, r->off = from->off;
+  }
+}
+
+// Decodes an instruction that sets a register's rule into *r. False when `op` is not one.
+static bool rule_op(uint8_t op, cur_t* c, const cie_t* cie, const cfa_state_t* initial,
+                    reg_rule_op_t* r) {
+  *r = (reg_rule_op_t){.reg = op & 0x3fu, .how = -1};
+  switch (op & 0xc0u) {
+    case 0x80:  // DW_CFA_offset
+      r->how = RULE_CFA;
+      r->off = (int64_t)cur_uleb(c) * cie->data_align;
+      return true;
+    case 0xc0:  // DW_CFA_restore
+      restore_rule(initial, cie, r);
+      return true;
+    case 0x40:  // DW_CFA_advance_loc
+      return false;
+    default:
+      break;
+  }
+  switch (op) {
+    case 0x05:  // offset_extended
+      r->reg = cur_uleb(c);
+      r->how = RULE_CFA;
+      r->off = (int64_t)cur_uleb(c) * cie->data_align;
+      return true;
+    case 0x06:  // restore_extended (a register past DW_LIMIT fails when the rule is applied)
+      r->reg = cur_uleb(c);
+      restore_rule(initial, cie, r);
+      return true;
+    case 0x07:  // undefined
+      r->reg = cur_uleb(c);
+      r->how = RULE_UNDEF;
+      return true;
+    case 0x08:  // same_value
+      r->reg = cur_uleb(c);
+      r->how = RULE_SAME;
+      return true;
+    case 0x09:  // register
+    case 0x14:  // val_offset
+      r->reg = cur_uleb(c);
+      cur_uleb(c);
+      r->how = RULE_OTHER;
+      return true;
+    case 0x10:  // expression
+    case 0x16:  // val_expression
+      r->reg = cur_uleb(c);
+      cur_skip(c, cur_uleb(c));
+      r->how = RULE_OTHER;
+      return true;
+    case 0x11:  // offset_extended_sf
+      r->reg = cur_uleb(c);
+      r->how = RULE_CFA;
+      r->off = cur_sleb(c) * cie->data_align;
+      return true;
+    case 0x15:  // val_offset_sf
+      r->reg = cur_uleb(c);
+      cur_sleb(c);
+      r->how = RULE_OTHER;
+      return true;
+    case 0x2f:  // GNU_negative_offset_extended
+      r->reg = cur_uleb(c);
+      r->how = RULE_CFA;
+      r->off = -(int64_t)cur_uleb(c) * cie->data_align;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Applies an instruction that defines the CFA to *st (c->bad when it is malformed). False when
+// `op` is not one.
+static bool cfa_op(uint8_t op, cur_t* c, const cie_t* cie, cfa_state_t* st) {
+  switch (op) {
+    case 0x0c:  // def_cfa
+      st->cfa_how = CFAH_REG;
+      st->cfa_reg = cur_uleb(c);
+      st->cfa_off = (int64_t)cur_uleb(c);
+      return true;
+    case 0x0d:  // def_cfa_register
+      st->cfa_how = CFAH_REG;
+      st->cfa_reg = cur_uleb(c);
+      return true;
+    case 0x0e:  // def_cfa_offset
+      st->cfa_off = (int64_t)cur_uleb(c);
+      return true;
+    case 0x0f: {  // def_cfa_expression
+      const uint64_t len = cur_uleb(c);
+      if (c->bad || len > (uint64_t)(c->end - c->p)) {
+        c->bad = true;
+        return true;
+      }
+      cur_t e = *c;
+      e.end = c->p + len;
+      st->cfa_how = match_plt(e, &st->plt_off, &st->plt_k) ? CFAH_PLT : CFAH_OTHER;
+      cur_skip(c, len);
+      return true;
+    }
+    case 0x12:  // def_cfa_sf
+      st->cfa_how = CFAH_REG;
+      st->cfa_reg = cur_uleb(c);
+      st->cfa_off = cur_sleb(c) * cie->data_align;
+      return true;
+    case 0x13:  // def_cfa_offset_sf
+      st->cfa_off = cur_sleb(c) * cie->data_align;
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Runs `c` from `loc` while the location stays <= `target` (DWARF's row lookup). `initial`: the
 // state after the CIE's instructions (DW_CFA_restore), NULL while running them.
 static bool run_cfa(const cie_t* cie, cur_t c, uint64_t loc, uint64_t target, uint64_t datarel,
@@ -411,138 +539,30 @@ static bool run_cfa(const cie_t* cie, cur_t c, uint64_t loc, uint64_t target, ui
   size_t depth = 0;
   while (c.p < c.end && !c.bad) {
     const uint8_t op = (uint8_t)cur_u(&c, 1);
-    uint64_t reg = op & 0x3fu, delta = 0;
+    uint64_t delta = 0;
     bool advance = false;
-    int how = -1;  // a register's new rule
-    int64_t off = 0;
-    switch (op & 0xc0u) {
-      case 0x40:  // DW_CFA_advance_loc
-        delta = reg;
-        advance = true;
-        break;
-      case 0x80:  // DW_CFA_offset
-        how = RULE_CFA;
-        off = (int64_t)cur_uleb(&c) * cie->data_align;
-        break;
-      case 0xc0:  // DW_CFA_restore
-        how = RULE_SAME;
-        if (initial != NULL) {
-          rule_t* r = rule_of((cfa_state_t*)initial, reg, cie->ra_reg);
-          if (r != NULL) how = r->how, off = r->off;
-        }
-        break;
-      default:
-        switch (op) {
-          case 0x00:  // nop
-            break;
-          case 0x01: {  // set_loc
-            const uint64_t to = cur_pointer(&c, cie->fde_enc, datarel, false);
-            if (c.bad) return false;
-            if (to > target) return true;
-            loc = to;
-            break;
-          }
-          case 0x02:  // advance_loc1, 2, 4
-          case 0x03:
-          case 0x04:
-            delta = cur_u(&c, op == 0x02 ? 1 : op == 0x03 ? 2 : 4);
-            advance = true;
-            break;
-          case 0x05:  // offset_extended
-            reg = cur_uleb(&c);
-            how = RULE_CFA;
-            off = (int64_t)cur_uleb(&c) * cie->data_align;
-            break;
-          case 0x06:  // restore_extended
-            reg = cur_uleb(&c);
-            how = RULE_SAME;
-            if (initial != NULL && reg < DW_LIMIT) {
-              rule_t* r = rule_of((cfa_state_t*)initial, reg, cie->ra_reg);
-              if (r != NULL) how = r->how, off = r->off;
-            }
-            break;
-          case 0x07:  // undefined
-            reg = cur_uleb(&c);
-            how = RULE_UNDEF;
-            break;
-          case 0x08:  // same_value
-            reg = cur_uleb(&c);
-            how = RULE_SAME;
-            break;
-          case 0x09:  // register
-            reg = cur_uleb(&c);
-            cur_uleb(&c);
-            how = RULE_OTHER;
-            break;
-          case 0x0a:  // remember_state
-            if (depth == REMEMBER_MAX) return false;
-            stack[depth++] = *st;
-            break;
-          case 0x0b:  // restore_state
-            if (depth == 0) return false;
-            *st = stack[--depth];
-            break;
-          case 0x0c:  // def_cfa
-            st->cfa_how = CFAH_REG;
-            st->cfa_reg = cur_uleb(&c);
-            st->cfa_off = (int64_t)cur_uleb(&c);
-            break;
-          case 0x0d:  // def_cfa_register
-            st->cfa_how = CFAH_REG;
-            st->cfa_reg = cur_uleb(&c);
-            break;
-          case 0x0e:  // def_cfa_offset
-            st->cfa_off = (int64_t)cur_uleb(&c);
-            break;
-          case 0x0f: {  // def_cfa_expression
-            const uint64_t len = cur_uleb(&c);
-            if (c.bad || len > (uint64_t)(c.end - c.p)) return false;
-            cur_t e = c;
-            e.end = c.p + len;
-            st->cfa_how = match_plt(e, &st->plt_off, &st->plt_k) ? CFAH_PLT : CFAH_OTHER;
-            cur_skip(&c, len);
-            break;
-          }
-          case 0x10:  // expression
-          case 0x16:  // val_expression
-            reg = cur_uleb(&c);
-            cur_skip(&c, cur_uleb(&c));
-            how = RULE_OTHER;
-            break;
-          case 0x11:  // offset_extended_sf
-            reg = cur_uleb(&c);
-            how = RULE_CFA;
-            off = cur_sleb(&c) * cie->data_align;
-            break;
-          case 0x12:  // def_cfa_sf
-            st->cfa_how = CFAH_REG;
-            st->cfa_reg = cur_uleb(&c);
-            st->cfa_off = cur_sleb(&c) * cie->data_align;
-            break;
-          case 0x13:  // def_cfa_offset_sf
-            st->cfa_off = cur_sleb(&c) * cie->data_align;
-            break;
-          case 0x14:  // val_offset
-            reg = cur_uleb(&c);
-            cur_uleb(&c);
-            how = RULE_OTHER;
-            break;
-          case 0x15:  // val_offset_sf
-            reg = cur_uleb(&c);
-            cur_sleb(&c);
-            how = RULE_OTHER;
-            break;
-          case 0x2e:  // GNU_args_size
-            cur_uleb(&c);
-            break;
-          case 0x2f:  // GNU_negative_offset_extended
-            reg = cur_uleb(&c);
-            how = RULE_CFA;
-            off = -(int64_t)cur_uleb(&c) * cie->data_align;
-            break;
-          default:
-            return false;
-        }
+    reg_rule_op_t r = {.how = -1};
+    if ((op & 0xc0u) == 0x40) {  // DW_CFA_advance_loc
+      delta = op & 0x3fu;
+      advance = true;
+    } else if (op >= 0x02 && op <= 0x04) {  // advance_loc1, 2, 4
+      delta = cur_u(&c, op == 0x02 ? 1 : op == 0x03 ? 2 : 4);
+      advance = true;
+    } else if (op == 0x01) {  // set_loc
+      const uint64_t to = cur_pointer(&c, cie->fde_enc, datarel, false);
+      if (c.bad) return false;
+      if (to > target) return true;
+      loc = to;
+    } else if (op == 0x0a) {  // remember_state
+      if (depth == REMEMBER_MAX) return false;
+      stack[depth++] = *st;
+    } else if (op == 0x0b) {  // restore_state
+      if (depth == 0) return false;
+      *st = stack[--depth];
+    } else if (op == 0x2e) {  // GNU_args_size
+      cur_uleb(&c);
+    } else if (op != 0x00 && !cfa_op(op, &c, cie, st) && !rule_op(op, &c, cie, initial, &r)) {
+      return false;  // not an instruction we know (0x00: nop)
     }
     if (c.bad) return false;
     if (advance) {
@@ -552,10 +572,10 @@ static bool run_cfa(const cie_t* cie, cur_t c, uint64_t loc, uint64_t target, ui
       }
       loc += step;
     }
-    if (how >= 0) {
-      if (reg >= DW_LIMIT) return false;
-      rule_t* r = rule_of(st, reg, cie->ra_reg);
-      if (r != NULL) *r = (rule_t){.how = (uint8_t)how, .off = off};
+    if (r.how >= 0) {
+      if (r.reg >= DW_LIMIT) return false;
+      rule_t* to = rule_of(st, r.reg, cie->ra_reg);
+      if (to != NULL) *to = (rule_t){.how = (uint8_t)r.how, .off = r.off};
     }
   }
   return !c.bad;
@@ -599,33 +619,18 @@ static row_t reduce(const cfa_state_t* st, bool signal) {
 
 // The FDE whose range may hold `vaddr`: the last one starting at or below it.
 static bool find_fde(const cfi_file_t* f, uint64_t vaddr, uint64_t* fde) {
-  size_t lo = 0, hi;
   if (f->hdr_table != NULL) {
-    hi = f->fde_count;
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      const uint64_t pc = f->hdr_vaddr + (uint64_t)(int64_t)(int32_t)le(f->hdr_table + mid * 8, 4);
-      if (pc <= vaddr) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    if (lo == 0) return false;
-    *fde = f->hdr_vaddr + (uint64_t)(int64_t)(int32_t)le(f->hdr_table + (lo - 1) * 8 + 4, 4);
+    // Entries of two int32_t offsets from the table's address: the initial PC, then the FDE.
+    const size_t n = zxs_sorted_count_at_or_below_i32le(f->hdr_table, f->fde_count, 8, 0,
+                                                        (int64_t)(vaddr - f->hdr_vaddr));
+    if (n == 0) return false;
+    *fde = f->hdr_vaddr + (uint64_t)(int64_t)(int32_t)le(f->hdr_table + (n - 1) * 8 + 4, 4);
     return true;
   }
-  hi = f->index_count;
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (f->index[mid].pc <= vaddr) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == 0) return false;
-  *fde = f->index[lo - 1].fde;
+  const size_t n = zxs_sorted_count_at_or_below(f->index, f->index_count, sizeof(*f->index),
+                                                offsetof(fde_ref_t, pc), vaddr);
+  if (n == 0) return false;
+  *fde = f->index[n - 1].fde;
   return true;
 }
 
@@ -870,17 +875,10 @@ void zxs_cfi_unwinder_free(zxs_cfi_unwinder_t* u) {
 // --- Memory of the sampled process ------------------------------------------------------------
 
 static const space_module_t* find_module(const zxs_cfi_space_t* s, uint64_t addr) {
-  size_t lo = 0, hi = s->count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (s->modules[mid].start <= addr) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == 0 || addr >= s->modules[lo - 1].end) return NULL;
-  return &s->modules[lo - 1];
+  const size_t n = zxs_sorted_count_at_or_below(s->modules, s->count, sizeof(*s->modules),
+                                                offsetof(space_module_t, start), addr);
+  if (n == 0 || addr >= s->modules[n - 1].end) return NULL;
+  return &s->modules[n - 1];
 }
 
 // Eight bytes at a runtime address: from the stack copy, else from a module's file.

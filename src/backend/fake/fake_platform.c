@@ -51,7 +51,7 @@ static _Atomic uint64_t g_relax_calls;
 static fake_region_t g_regions[FAKE_MAX_REGIONS];
 static fake_thread_t g_threads[FAKE_MAX_THREADS];
 static bool g_fail_region, g_fail_arm;
-static uint32_t g_arms, g_disarms;
+static uint32_t g_arms;
 static _Atomic uint64_t g_next_koid = 1000;
 static _Thread_local uint64_t t_koid;
 static _Thread_local uintptr_t t_stack_lo, t_stack_hi;
@@ -68,7 +68,7 @@ void fake_reset(void) {
   g_relax_ctx = NULL;
   atomic_store(&g_relax_calls, 0);
   g_fail_region = g_fail_arm = false;
-  g_arms = g_disarms = 0;
+  g_arms = 0;
   memset(g_threads, 0, sizeof(g_threads));
   pthread_mutex_unlock(&g_lock);
   fake_perfmon_reset();
@@ -94,7 +94,6 @@ void fake_set_self_stack(uintptr_t lo, uintptr_t hi) {
 void fake_fail_next_region_create(void) { g_fail_region = true; }
 void fake_fail_next_arm(void) { g_fail_arm = true; }
 uint32_t fake_arm_count(void) { return g_arms; }
-uint32_t fake_disarm_count(void) { return g_disarms; }
 
 uint64_t fake_self_koid(void) {
   if (t_koid == 0) t_koid = atomic_fetch_add(&g_next_koid, 1);
@@ -464,10 +463,7 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
 void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
   pthread_mutex_lock(&g_lock);
   fake_thread_t* t = thread_rec(slot->thread.koid);
-  if (t != NULL && t->armed) {
-    t->armed = false;
-    g_disarms++;
-  }
+  if (t != NULL) t->armed = false;
   pthread_mutex_unlock(&g_lock);
 }
 
@@ -476,14 +472,6 @@ void zxs_prim_after_fork_child(void) {}
 void zxs_prim_sampling_flush(void) {}
 
 void zxs_prim_sampling_idle(void) {}
-
-zx_status_t zxs_prim_source_set_period(zxs_thread_slot_t* slot, zx_duration_t period) {
-  pthread_mutex_lock(&g_lock);
-  fake_thread_t* t = thread_rec(slot->thread.koid);
-  if (t != NULL) t->period = period;
-  pthread_mutex_unlock(&g_lock);
-  return ZX_OK;
-}
 
 // --- Loaded modules ----------------------------------------------------------------------------
 

@@ -37,10 +37,9 @@ bool fake_runtime_measured(uint64_t koid);
 void fake_fail_next_region_create(void);
 void fake_fail_next_arm(void);
 
-// Sources: is the thread's source armed, with which period; how many arms/disarms so far.
+// Sources: is the thread's source armed, with which period; how many arms so far.
 bool fake_source_armed(uint64_t koid, int64_t* period);
 uint32_t fake_arm_count(void);
-uint32_t fake_disarm_count(void);
 // Fires the armed source of `koid` as the backend's interrupt would: calls zxs_core_sample()
 // with `regs` and the slot's current attach generation if (and only if) the source is armed.
 // Returns whether it fired.

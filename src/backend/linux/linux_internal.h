@@ -91,15 +91,6 @@ static inline bool zxs_linux_current(zxs_thread_slot_t* slot, uint32_t gen, uint
   return atomic_load_explicit(&st->gen, memory_order_relaxed) == gen;
 }
 
-// A new generation, never 0, unique for the life of the process (wraps after 2^32 arms).
-uint32_t zxs_linux_next_gen(void);
-
-// --- platform_linux.c ------------------------------------------------------------------------
-
-// The backend's one errno -> status translation (a file whose contract folds some statuses
-// together, as perf sources do for "use another source", does so on top of this).
-zx_status_t zxs_linux_status(int err);
-
 // --- threads_linux.c -------------------------------------------------------------------------
 
 // First thing in a thread the backend starts (the collector, the exit watcher): a pthread_create
@@ -127,7 +118,10 @@ struct perf_event_attr;
 void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t period);
 // perf_event_open(attr, tid, cpu (-1: any), no group, close-on-exec): the fd, or -1 with errno.
 int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid, int cpu);
-// errno of perf_event_open/fcntl/mmap -> status. NOT_SUPPORTED means "use another source".
+// The same in the group that `group_fd` leads (-1: none): the backend's one perf_event_open.
+int zxs_linux_perf_event_open_group(struct perf_event_attr* attr, pid_t tid, int cpu, int group_fd);
+// errno of perf_event_open/fcntl/mmap -> status: zxs_posix_errno_status() (errno_status.h)
+// folded for the perf sources, where NOT_SUPPORTED means "use another source".
 zx_status_t zxs_linux_perf_status(int err);
 // Whether a task-clock perf event can be opened here (probed once).
 bool zxs_linux_perf_available(void);
@@ -240,21 +234,6 @@ void zxs_linux_cputimer_disarm(zxs_thread_slot_t* slot);
 void zxs_linux_cputimer_on_signal(union sigval value, int overrun, const void* ucontext);
 // The CPU-clock timer's resolution: one scheduler tick.
 zx_duration_t zxs_linux_cputimer_resolution(void);
-
-// --- sources.c --------------------------------------------------------------------------------
-
-typedef enum zxs_linux_source_mode {
-  ZXS_LINUX_SOURCE_AUTO = 0,  // perf-ring, else perf, else the CPU-clock timer
-  ZXS_LINUX_SOURCE_RING,      // perf with the kernel's stack walk only
-  ZXS_LINUX_SOURCE_PERF,      // perf with a signal to the thread only
-  ZXS_LINUX_SOURCE_CPUTIMER,  // CPU-clock timer only
-} zxs_linux_source_mode_t;
-
-// ZXSAMPLER_SOURCE=perf-ring|perf|cputimer (anything else, or unset: auto). Read at each
-// arm.
-zxs_linux_source_mode_t zxs_linux_source_mode(void);
-// The source an arm would use now.
-zxs_sample_source_t zxs_linux_default_source(void);
 
 // --- throttle.c -------------------------------------------------------------------------------
 

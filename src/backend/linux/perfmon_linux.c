@@ -29,13 +29,13 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
+#include "errno_status.h"
 #include "linux_internal.h"
 #include "perfmon_core.h"
 #include "platform.h"
@@ -91,28 +91,20 @@ static const linux_event_t* find_event(uint16_t id) {
   return NULL;
 }
 
-static int perf_open(struct perf_event_attr* attr, pid_t pid, int cpu, int group) {
-  return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
-}
-
-static zx_status_t status_from_errno(int err) {
-  switch (err) {
-    case EACCES:
-    case EPERM:
-      return ZX_ERR_ACCESS_DENIED;
-    case ENOENT:
-    case EOPNOTSUPP:
-    case ENOSYS:
-    case ENODEV:
-      return ZX_ERR_NOT_SUPPORTED;
-    case ENOMEM:
-      return ZX_ERR_NO_MEMORY;
-    case EMFILE:
-    case ENFILE:
-    case ENOSPC:
-    case EBUSY:
-      return ZX_ERR_NO_RESOURCES;
-    default:  // EINVAL: a combination this kernel rejects
+// errno -> the statuses perfmon.h lists for the host's answers: the table's (errno_status.h)
+// ACCESS_DENIED, NOT_SUPPORTED and NO_RESOURCES stand, and ENOMEM's NO_MEMORY; perf's ENOSPC
+// (no counter left) is NO_RESOURCES ("out of counters"); anything else (EINVAL: a combination
+// this kernel rejects; EFBIG, EOVERFLOW: an attribute it does not take) is NOT_SUPPORTED.
+static zx_status_t perfmon_status(int err) {
+  const zx_status_t status = zxs_posix_errno_status(err);
+  switch (status) {
+    case ZX_ERR_ACCESS_DENIED:
+    case ZX_ERR_NOT_SUPPORTED:
+    case ZX_ERR_NO_RESOURCES:
+      return status;
+    case ZX_ERR_NO_MEMORY:
+      return err == ENOMEM ? status : err == ENOSPC ? ZX_ERR_NO_RESOURCES : ZX_ERR_NOT_SUPPORTED;
+    default:
       return ZX_ERR_NOT_SUPPORTED;
   }
 }
@@ -137,7 +129,7 @@ static bool self_event_opens(uint32_t type, uint64_t config, uint64_t read_forma
   attr.exclude_kernel = 1;
   attr.exclude_hv = 1;
   attr.read_format = read_format;
-  int fd = perf_open(&attr, 0, -1, -1);
+  int fd = zxs_linux_perf_event_open(&attr, 0, -1);
   if (fd < 0) return false;
   close(fd);
   return true;
@@ -237,12 +229,8 @@ zx_status_t zxs_prim_perfmon_check_access(void) {
   attr.type = PERF_TYPE_SOFTWARE;
   attr.config = PERF_COUNT_SW_CPU_CLOCK;
   attr.disabled = 1;
-  int fd = perf_open(&attr, -1, (int)cpu, -1);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == EMFILE || err == ENFILE) return ZX_ERR_NO_RESOURCES;
-    return err == EACCES || err == EPERM ? ZX_ERR_ACCESS_DENIED : ZX_ERR_NOT_SUPPORTED;
-  }
+  int fd = zxs_linux_perf_event_open(&attr, -1, (int)cpu);
+  if (fd < 0) return perfmon_status(errno);
   close(fd);
   return ZX_OK;
 }
@@ -327,7 +315,7 @@ static zx_status_t map_ring(pm_cpu_t* c, int fd) {
       c->ring_fd = fd;
       return ZX_OK;
     }
-    if (errno != EPERM && errno != ENOMEM) return status_from_errno(errno);
+    if (errno != EPERM && errno != ENOMEM) return perfmon_status(errno);
   }
   return ZX_ERR_NO_RESOURCES;
 }
@@ -362,14 +350,14 @@ static zx_status_t open_cpu(pm_state_t* st, pm_cpu_t* c) {
     const bool member = ev->uses_timebase;
     struct perf_event_attr attr;
     event_attr(st, ev, !member, &attr);
-    int fd = perf_open(&attr, -1, c->cpu, member ? leader_fd : -1);
+    int fd = zxs_linux_perf_event_open_group(&attr, -1, c->cpu, member ? leader_fd : -1);
     if (fd < 0) {
       const int err = errno;
       if (err == ENODEV && k == 0) {  // the CPU is offline now
         c->offline = true;
         return ZX_OK;
       }
-      return status_from_errno(err);
+      return perfmon_status(err);
     }
     c->fd[i] = fd;
     if (ioctl(fd, PERF_EVENT_IOC_ID, &c->id[i]) != 0) return ZX_ERR_NOT_SUPPORTED;
@@ -379,7 +367,7 @@ static zx_status_t open_cpu(pm_state_t* st, pm_cpu_t* c) {
         zx_status_t status = map_ring(c, fd);
         if (status != ZX_OK) return status;
       } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c->ring_fd) != 0) {
-        return status_from_errno(errno);
+        return perfmon_status(errno);
       }
     }
   }
@@ -387,15 +375,6 @@ static zx_status_t open_cpu(pm_state_t* st, pm_cpu_t* c) {
 }
 
 // --- Draining a ring ------------------------------------------------------------------------
-
-// Copies `len` bytes at ring position `pos` (wrapping) into dst.
-static void ring_copy(const pm_cpu_t* c, uint64_t pos, void* dst, size_t len) {
-  const uint8_t* data = c->ring + (c->ring_len - c->data_size);
-  const size_t off = (size_t)(pos & (c->data_size - 1));
-  const size_t first = len < c->data_size - off ? len : c->data_size - off;
-  memcpy(dst, data + off, first);
-  memcpy((uint8_t*)dst + first, data, len - first);
-}
 
 static int32_t event_of_id(const pm_cpu_t* c, const zxs_perfmon_run_t* run, uint64_t id) {
   for (uint32_t i = 0; i < run->event_count; i++) {
@@ -466,32 +445,26 @@ static void handle_sample(pm_state_t* st, pm_cpu_t* c, const uint64_t* body, siz
   zxs_perfmon_core_sample(st->run, c->buffer, &s);
 }
 
+typedef struct {
+  pm_state_t* st;
+  pm_cpu_t* c;
+} drain_ctx_t;
+
+static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t words) {
+  drain_ctx_t* d = ctx;
+  if (type == PERF_RECORD_SAMPLE) {
+    handle_sample(d->st, d->c, body, words);
+  } else if (type == PERF_RECORD_LOST) {
+    zxs_perfmon_core_lost(d->st->run, d->c->buffer);
+  }
+  // THROTTLE / UNTHROTTLE: the kernel's rate limit; the samples it skipped were not taken.
+}
+
 static void drain(pm_state_t* st, pm_cpu_t* c) {
   if (c->ring == NULL) return;
-  struct perf_event_mmap_page* meta = (struct perf_event_mmap_page*)(void*)c->ring;
-  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;  // only we write it
-  while (head - tail >= sizeof(struct perf_event_header)) {
-    struct perf_event_header hdr;
-    ring_copy(c, tail, &hdr, sizeof(hdr));
-    if (hdr.size < sizeof(hdr) || hdr.size > head - tail) {
-      tail = head;  // a sane kernel never does this; never loop on it
-      break;
-    }
-    if (hdr.size % 8 == 0) {
-      ring_copy(c, tail, st->scratch, hdr.size);
-      const uint64_t* body = st->scratch + 1;
-      const size_t words = hdr.size / 8 - 1;
-      if (hdr.type == PERF_RECORD_SAMPLE) {
-        handle_sample(st, c, body, words);
-      } else if (hdr.type == PERF_RECORD_LOST) {
-        zxs_perfmon_core_lost(st->run, c->buffer);
-      }
-      // THROTTLE / UNTHROTTLE: the kernel's rate limit; the samples it skipped were not taken.
-    }
-    tail += hdr.size;
-  }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  drain_ctx_t d = {.st = st, .c = c};
+  zxs_linux_ring_read(c->ring, c->ring_len - c->data_size, c->data_size, st->scratch, on_record,
+                      &d);
 }
 
 static void* collector_main(void* arg) {

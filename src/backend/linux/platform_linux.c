@@ -15,7 +15,6 @@
 
 #include "linux_internal.h"
 #include "platform.h"
-#include "regions_fd.h"
 
 // glibc 2.35+ registers rseq for every thread and says where the area is; the kernel keeps its
 // cpu_id current, so reading it is one load (DESIGN.md: ~0.3 ns against sched_getcpu's 1.4 ns).
@@ -25,37 +24,6 @@
 #else
 #define ZXS_HAVE_GLIBC_RSEQ 0
 #endif
-
-zx_status_t zxs_linux_status(int err) {
-  switch (err) {
-    case ENOMEM:
-    case ENOSPC:
-    case EFBIG:
-    case EOVERFLOW:
-      return ZX_ERR_NO_MEMORY;
-    case EMFILE:
-    case ENFILE:
-    case EBUSY:
-      return ZX_ERR_NO_RESOURCES;
-    case EACCES:
-    case EPERM:
-      return ZX_ERR_ACCESS_DENIED;
-    case ESRCH:
-      return ZX_ERR_BAD_STATE;
-    case EINVAL:
-      return ZX_ERR_INVALID_ARGS;
-    case ENOENT:
-    case ENODEV:
-    case ENOSYS:
-    case EOPNOTSUPP:
-      return ZX_ERR_NOT_SUPPORTED;
-    default:
-      return ZX_ERR_INTERNAL;
-  }
-}
-
-// The name the common region code (src/backend/posix/regions_fd.c) calls it by.
-zx_status_t zxs_backend_errno_status(int err) { return zxs_linux_status(err); }
 
 // Parses a kernel cpulist ("0-3,6,8-9\n"). Calls `each(cpu, ctx)` for every CPU listed, in order;
 // false on a malformed list.

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "errno_status.h"
 #include "linux_internal.h"
 #include "platform.h"
 #include "regions_fd.h"
@@ -41,7 +42,7 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
   }
   int fd = open_shared_file();
   if (fd < 0) {
-    return errno == ENOSYS ? ZX_ERR_NO_MEMORY : zxs_linux_status(errno);
+    return errno == ENOSYS ? ZX_ERR_NO_MEMORY : zxs_posix_errno_status(errno);
   }
   zx_status_t status = zxs_fd_region_init(fd, size, out);
   if (status != ZX_OK) {

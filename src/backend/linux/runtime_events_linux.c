@@ -172,11 +172,6 @@ uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid, size_t ring_pages) {
   return ev->fields;
 }
 
-bool zxs_rt_lock_tracepoints_found(void) {
-  pthread_once(&g_tracepoints_once, find_tracepoints);
-  return g_begin.found && g_end.found;
-}
-
 // --- Pairing ------------------------------------------------------------------------------------
 
 static int event_of(const zxs_rt_events_t* ev, uint64_t id) {

@@ -49,7 +49,5 @@ bool zxs_rt_events_running_ns(const zxs_rt_events_t* ev, int64_t* ns);
 // Drains (unless `forget`: after fork, the ring is the parent's business) and closes; the
 // totals stay.
 void zxs_rt_events_close(zxs_rt_events_t* ev, bool forget);
-// Whether tracefs names the lock:contention_* tracepoints here.
-bool zxs_rt_lock_tracepoints_found(void);
 
 #endif  // ZXSAMPLER_SRC_BACKEND_LINUX_RUNTIME_EVENTS_LINUX_H_

@@ -27,6 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "errno_status.h"
 #include "linux_internal.h"
 #include "platform.h"
 #include "sampling.h"
@@ -53,10 +54,13 @@ static uint64_t route_word(uint32_t index, uint32_t gen, uint64_t flags) {
   return ((uint64_t)gen << 32) | ROUTE_VALID | flags | ((uint64_t)index & ROUTE_INDEX_MASK);
 }
 
+// Of the table's statuses only these stand: the thread is gone (ESRCH), out of descriptors, and
+// perf's ENOMEM as out of kernel buffers. Everything else says "use another source".
 zx_status_t zxs_linux_perf_status(int err) {
-  const zx_status_t status = zxs_linux_status(err);
+  const zx_status_t status = zxs_posix_errno_status(err);
   switch (status) {
-    case ZX_ERR_BAD_STATE:  // the thread is gone
+    case ZX_ERR_BAD_STATE:  // the thread is gone (ESRCH); EBADF is a descriptor of ours
+      return err == ESRCH ? status : ZX_ERR_NOT_SUPPORTED;
     case ZX_ERR_NO_RESOURCES:
       return status;
     case ZX_ERR_NO_MEMORY:  // perf's ENOMEM and ENOSPC: kernel buffers, not our heap
@@ -77,8 +81,13 @@ void zxs_linux_task_clock_attr(struct perf_event_attr* attr, zx_duration_t perio
   attr->exclude_hv = 1;
 }
 
+int zxs_linux_perf_event_open_group(struct perf_event_attr* attr, pid_t tid, int cpu,
+                                    int group_fd) {
+  return (int)syscall(SYS_perf_event_open, attr, tid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+}
+
 int zxs_linux_perf_event_open(struct perf_event_attr* attr, pid_t tid, int cpu) {
-  return (int)syscall(SYS_perf_event_open, attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  return zxs_linux_perf_event_open_group(attr, tid, cpu, -1);
 }
 
 static int perf_open(pid_t tid, zx_duration_t period) {

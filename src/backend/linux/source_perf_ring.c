@@ -456,7 +456,7 @@ static zx_status_t rings_make_locked(size_t data_size) {
     r->base = mmap(NULL, g_page + data_size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
     if (r->base == MAP_FAILED) {
       // EPERM: beyond perf_event_mlock_kb and RLIMIT_MEMLOCK.
-      status = errno == ENOMEM ? ZX_ERR_NO_RESOURCES : ZX_ERR_NOT_SUPPORTED;
+      status = zxs_linux_perf_status(errno);
       close(r->fd);
       r->fd = -1;
       made = 0;  // all or none: the rings made so far are released below

@@ -29,7 +29,8 @@
 #include "platform.h"
 #include "sampling.h"
 
-uint32_t zxs_linux_next_gen(void) {
+// A new generation, never 0, unique for the life of the process (wraps after 2^32 arms).
+static uint32_t next_gen(void) {
   static _Atomic uint32_t next = 1;
   uint32_t gen;
   do {
@@ -38,33 +39,26 @@ uint32_t zxs_linux_next_gen(void) {
   return gen;
 }
 
-zxs_linux_source_mode_t zxs_linux_source_mode(void) {
+typedef enum source_mode {
+  SOURCE_AUTO = 0,  // perf-ring, else perf, else the CPU-clock timer
+  SOURCE_RING,      // perf with the kernel's stack walk only
+  SOURCE_PERF,      // perf with a signal to the thread only
+  SOURCE_CPUTIMER,  // CPU-clock timer only
+} source_mode_t;
+
+// ZXSAMPLER_SOURCE=perf-ring|perf|cputimer (anything else, or unset: auto). Read at each arm.
+static source_mode_t source_mode(void) {
   const char* value = getenv("ZXSAMPLER_SOURCE");
   if (value != NULL && strcmp(value, "perf-ring") == 0) {
-    return ZXS_LINUX_SOURCE_RING;
+    return SOURCE_RING;
   }
   if (value != NULL && strcmp(value, "perf") == 0) {
-    return ZXS_LINUX_SOURCE_PERF;
+    return SOURCE_PERF;
   }
   if (value != NULL && strcmp(value, "cputimer") == 0) {
-    return ZXS_LINUX_SOURCE_CPUTIMER;
+    return SOURCE_CPUTIMER;
   }
-  return ZXS_LINUX_SOURCE_AUTO;
-}
-
-zxs_sample_source_t zxs_linux_default_source(void) {
-  switch (zxs_linux_source_mode()) {
-    case ZXS_LINUX_SOURCE_RING:
-      return ZXS_SOURCE_PERF_RING;
-    case ZXS_LINUX_SOURCE_PERF:
-      return ZXS_SOURCE_PERF_TASK_CLOCK;
-    case ZXS_LINUX_SOURCE_CPUTIMER:
-      return ZXS_SOURCE_CPU_CLOCK_TIMER;
-    case ZXS_LINUX_SOURCE_AUTO:
-    default:
-      if (zxs_linux_ring_available()) return ZXS_SOURCE_PERF_RING;
-      return zxs_linux_perf_available() ? ZXS_SOURCE_PERF_TASK_CLOCK : ZXS_SOURCE_CPU_CLOCK_TIMER;
-  }
+  return SOURCE_AUTO;
 }
 
 // Periods from here up are armed as asked without measuring what a sample costs: even at the
@@ -141,11 +135,11 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
   if (atomic_load(&zxs_linux_slot(slot)->gen) != 0) {
     zxs_prim_source_disarm(slot);  // arming again replaces the source
   }
-  const zxs_linux_source_mode_t mode = zxs_linux_source_mode();
+  const source_mode_t mode = source_mode();
   bool throttled = false;
   // Each perf source in order of preference; a forced one gets no fallback.
   static const struct {
-    zxs_linux_source_mode_t mode;
+    source_mode_t mode;
     int kind;
     zx_status_t (*arm)(zxs_thread_slot_t*, zx_duration_t, uint32_t);
     bool (*available)(void);
@@ -155,13 +149,13 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
       // perf-ring, a descriptor per CPU a thread, stops at half of the budget so that the
       // signal source, one a thread, samples the threads after it at their period, not the
       // timer at its tick: 384 threads instead of 256 on 2 CPUs, 258 instead of 8 on 64.
-      {ZXS_LINUX_SOURCE_RING, ZXS_SOURCE_PERF_RING, zxs_linux_ring_arm, zxs_linux_ring_available,
+      {SOURCE_RING, ZXS_SOURCE_PERF_RING, zxs_linux_ring_arm, zxs_linux_ring_available,
        zxs_linux_ring_thread_fds, 2},
-      {ZXS_LINUX_SOURCE_PERF, ZXS_SOURCE_PERF_TASK_CLOCK, zxs_linux_perf_arm,
-       zxs_linux_perf_available, one_fd, 1},
+      {SOURCE_PERF, ZXS_SOURCE_PERF_TASK_CLOCK, zxs_linux_perf_arm, zxs_linux_perf_available,
+       one_fd, 1},
   };
   for (size_t i = 0; i < sizeof(kPerf) / sizeof(kPerf[0]); i++) {
-    if (mode != kPerf[i].mode && (mode != ZXS_LINUX_SOURCE_AUTO || !kPerf[i].available())) {
+    if (mode != kPerf[i].mode && (mode != SOURCE_AUTO || !kPerf[i].available())) {
       continue;
     }
     // A program that replaced our handler would receive our signals: refuse to arm them.
@@ -169,11 +163,11 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
       return status;
     }
     const uint32_t fds = kPerf[i].fds();
-    if (!fds_reserve(fds, mode == ZXS_LINUX_SOURCE_AUTO ? kPerf[i].share : 1)) {
+    if (!fds_reserve(fds, mode == SOURCE_AUTO ? kPerf[i].share : 1)) {
       status = ZX_ERR_NO_RESOURCES;
     } else {
       const zx_duration_t eff = effective_period(kPerf[i].kind, period, &throttled);
-      status = kPerf[i].arm(slot, eff, zxs_linux_next_gen());
+      status = kPerf[i].arm(slot, eff, next_gen());
       if (status == ZX_OK) {
         atomic_store(&zxs_linux_slot(slot)->fds_held, fds);
         record_armed(slot, kPerf[i].kind, eff, throttled);
@@ -181,7 +175,7 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
       }
       atomic_fetch_sub(&g_source_fds, fds);
     }
-    if (mode != ZXS_LINUX_SOURCE_AUTO || status == ZX_ERR_BAD_STATE) {
+    if (mode != SOURCE_AUTO || status == ZX_ERR_BAD_STATE) {
       return status == ZX_ERR_NOT_SUPPORTED ? ZX_ERR_NO_RESOURCES : status;
     }
     // perf works in this process but not so for this thread (the descriptor budget or limit,
@@ -192,7 +186,7 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
     return status;
   }
   const zx_duration_t eff = effective_period(ZXS_SOURCE_CPU_CLOCK_TIMER, period, &throttled);
-  status = zxs_linux_cputimer_arm(slot, eff, zxs_linux_next_gen());
+  status = zxs_linux_cputimer_arm(slot, eff, next_gen());
   if (status != ZX_OK) {
     return status;
   }

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "errno_status.h"
 #include "linux_internal.h"
 #include "platform.h"
 #include "sampling.h"
@@ -99,7 +100,13 @@ static bool ensure_watcher_locked(void) {
 
 zx_status_t zxs_prim_watch_thread_exit(const zxs_prim_thread_t* thread) {
   int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)thread->koid, PIDFD_THREAD);
-  if (pidfd < 0) return errno == ESRCH ? ZX_ERR_BAD_STATE : ZX_ERR_NOT_SUPPORTED;
+  if (pidfd < 0) {
+    // The thread is gone (BAD_STATE) or descriptors ran out (NO_RESOURCES); anything else (no
+    // pidfd_open, no PIDFD_THREAD before Linux 6.9) is a kernel that cannot watch threads.
+    const zx_status_t status = zxs_posix_errno_status(errno);
+    return status == ZX_ERR_BAD_STATE || status == ZX_ERR_NO_RESOURCES ? status
+                                                                       : ZX_ERR_NOT_SUPPORTED;
+  }
   zx_status_t status = ZX_ERR_NO_RESOURCES;
   pthread_mutex_lock(&g_lock);
   if (ensure_watcher_locked()) {

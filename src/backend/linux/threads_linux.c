@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errno_status.h"
 #include "linux_internal.h"
 #include "platform.h"
 #include "sampling.h"
@@ -38,7 +39,7 @@ static zx_status_t stack_bounds(pthread_t thread, uintptr_t* lo, uintptr_t* hi) 
   pthread_attr_t attr;
   int err = pthread_getattr_np(thread, &attr);
   if (err != 0) {
-    return zxs_linux_status(err);
+    return zxs_posix_errno_status(err);
   }
   void* addr = NULL;
   size_t size = 0;
@@ -222,7 +223,8 @@ zx_status_t zxs_prim_thread_name(zx_koid_t koid, char* buf, size_t size) {
   snprintf(path, sizeof(path), "/proc/self/task/%llu/comm", (unsigned long long)koid);
   if (!read_comm(path, buf, size)) {
     buf[0] = '\0';
-    return errno == ENOENT || errno == ESRCH ? ZX_ERR_NOT_FOUND : ZX_ERR_INTERNAL;
+    // A thread that has exited is NOT_FOUND (platform.h); any other failure is the table's.
+    return errno == ENOENT || errno == ESRCH ? ZX_ERR_NOT_FOUND : zxs_posix_errno_status(errno);
   }
   return ZX_OK;
 }

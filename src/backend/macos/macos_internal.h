@@ -47,11 +47,10 @@ static inline zxs_macos_slot_t* zxs_macos_slot(zxs_thread_slot_t* slot) {
 // The backend's one kern_return_t -> status translation. A call on a thread that has exited
 // (its port is a dead name, or the thread terminated) is ZX_ERR_BAD_STATE.
 zx_status_t zxs_macos_status(kern_return_t kr);
-// errno of the POSIX calls (shm_open, mmap, getrusage...) -> status: zxs_backend_errno_status()
-// of src/backend/posix/regions_fd.h, defined in platform_macos.c.
-// Nanoseconds -> Mach absolute time units, and back (mach_timebase_info, read once).
+// errno of the POSIX calls (shm_open, mmap, getrusage...) -> status: zxs_posix_errno_status()
+// of src/backend/posix/errno_status.h, shared with Linux.
+// Nanoseconds -> Mach absolute time units (mach_timebase_info, read once).
 uint64_t zxs_macos_ns_to_ticks(uint64_t ns);
-uint64_t zxs_macos_ticks_to_ns(uint64_t ticks);
 
 // --- threads_macos.c --------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@
 // the calling thread's is not stable), so caps say !has_cpu_attribution: every CPU below the
 // limit counts as online and each thread's samples go to the region of its slot index (the
 // seam's ZXS_CPU_UNKNOWN rule).
-#include <errno.h>
 #include <libproc.h>
 #include <mach/mach.h>
 #include <mach/mach_time.h>
@@ -48,32 +47,6 @@ zx_status_t zxs_macos_status(kern_return_t kr) {
       return ZX_ERR_TIMED_OUT;
     case KERN_ABORTED:
       return ZX_ERR_CANCELED;
-    default:
-      return ZX_ERR_INTERNAL;
-  }
-}
-
-zx_status_t zxs_backend_errno_status(int err) {
-  switch (err) {
-    case ENOMEM:
-    case ENOSPC:
-    case EFBIG:
-      return ZX_ERR_NO_MEMORY;
-    case EMFILE:
-    case ENFILE:
-      return ZX_ERR_NO_RESOURCES;
-    case EACCES:
-    case EPERM:
-      return ZX_ERR_ACCESS_DENIED;
-    case ESRCH:
-    case EBADF:
-      return ZX_ERR_BAD_STATE;
-    case EINVAL:
-      return ZX_ERR_INVALID_ARGS;
-    case ENOENT:
-    case ENOSYS:
-    case ENOTSUP:
-      return ZX_ERR_NOT_SUPPORTED;
     default:
       return ZX_ERR_INTERNAL;
   }
@@ -130,12 +103,6 @@ uint64_t zxs_macos_ns_to_ticks(uint64_t ns) {
   // Split so that no product overflows (the factors are small: 125/3, 1/1).
   const uint64_t n = g_timebase.numer, d = g_timebase.denom;
   return ns / n * d + ns % n * d / n;
-}
-
-uint64_t zxs_macos_ticks_to_ns(uint64_t ticks) {
-  pthread_once(&g_once, fill_caps);
-  const uint64_t n = g_timebase.numer, d = g_timebase.denom;
-  return ticks / d * n + ticks % d * n / d;
 }
 
 void zxs_prim_relax(void) { sched_yield(); }

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "errno_status.h"
 #include "macos_internal.h"
 #include "platform.h"
 #include "regions_fd.h"
@@ -44,7 +45,7 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
   }
   int fd = open_anonymous_shm();
   if (fd < 0) {
-    return errno == EEXIST ? ZX_ERR_NO_RESOURCES : zxs_backend_errno_status(errno);
+    return errno == EEXIST ? ZX_ERR_NO_RESOURCES : zxs_posix_errno_status(errno);
   }
   const zx_status_t status = zxs_fd_region_init(fd, size, out);
   if (status != ZX_OK) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zxsampler/object.h>
 
+#include "errno_status.h"
 #include "macos_internal.h"
 #include "platform.h"
 
@@ -33,7 +34,7 @@ zx_status_t zxs_prim_runtime_thread(zx_koid_t koid, zxs_prim_runtime_t* out) {
 zx_status_t zxs_prim_runtime_process(zxs_prim_runtime_t* out) {
   struct rusage usage;
   if (getrusage(RUSAGE_SELF, &usage) != 0) {
-    return zxs_backend_errno_status(errno);
+    return zxs_posix_errno_status(errno);
   }
   memset(out, 0, sizeof(*out));
   out->info.cpu_time = (zx_duration_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000000 +

@@ -6,9 +6,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "errno_status.h"
+
 // The status for a failed ftruncate or mmap: an argument they refuse is a size they cannot give.
 static zx_status_t sizing_status(int err) {
-  const zx_status_t status = zxs_backend_errno_status(err);
+  const zx_status_t status = zxs_posix_errno_status(err);
   return status == ZX_ERR_INVALID_ARGS ? ZX_ERR_NO_MEMORY : status;
 }
 
@@ -47,7 +49,7 @@ zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t
   }
   void* addr = mmap(NULL, len, PROT_READ, MAP_SHARED, (int)region->native, (off_t)offset);
   if (addr == MAP_FAILED) {
-    return zxs_backend_errno_status(errno);
+    return zxs_posix_errno_status(errno);
   }
   *out = addr;
   return ZX_OK;
@@ -55,7 +57,7 @@ zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t
 
 zx_status_t zxs_prim_unmap(void* addr, size_t len) {
   if (munmap(addr, len) != 0) {
-    return zxs_backend_errno_status(errno);
+    return zxs_posix_errno_status(errno);
   }
   return ZX_OK;
 }

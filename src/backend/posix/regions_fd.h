@@ -9,12 +9,9 @@
 
 #include "platform.h"
 
-// The backend's errno -> status translation (each backend has one; it defines this name for it).
-zx_status_t zxs_backend_errno_status(int err);
-
 // Sizes the new, empty file `fd` to `size` bytes (they read as zeros) and maps them writable and
 // shared into *out (base, size, native = fd). On failure nothing is mapped and fd stays open:
-// ZX_ERR_NO_MEMORY (a size the system refuses too), or the backend's status for the errno.
+// ZX_ERR_NO_MEMORY (a size the system refuses too), or zxs_posix_errno_status() of the errno.
 zx_status_t zxs_fd_region_init(int fd, size_t size, zxs_prim_region_t* out);
 
 #endif  // ZXSAMPLER_SRC_BACKEND_POSIX_REGIONS_FD_H_
