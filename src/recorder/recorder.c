@@ -20,6 +20,7 @@
 #include <zxsampler/recorder.h>
 #include <zxsampler/sampler.h>
 
+#include "fork.h"
 #include "percpu_ring.h"
 #include "platform.h"
 #include "ring_session.h"
@@ -260,7 +261,10 @@ static void forget_after_fork(void) {
   pthread_mutex_init(&g_lock, NULL);  // one thread now: nobody else can hold it
 }
 
-static void register_atfork(void) { (void)pthread_atfork(NULL, NULL, forget_after_fork); }
+static void register_atfork(void) {
+  static const zxs_fork_steps_t kSteps = {.child = forget_after_fork};
+  zxs_fork_register(ZXS_FORK_STAGE_RECORDER, &kSteps);
+}
 
 static zx_status_t check_options(const zxs_recorder_options_t* o) {
   for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++) {
@@ -303,8 +307,7 @@ static zx_status_t create_session(zx_handle_t* iob) {
 
 zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
   static const zxs_recorder_options_t kDefaults = {0};
-  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-  pthread_once(&atfork_once, register_atfork);
+  register_atfork();
   if (options == NULL) options = &kDefaults;
   zx_status_t status = check_options(options);
   if (status != ZX_OK) return status;
