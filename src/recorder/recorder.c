@@ -24,6 +24,7 @@
 #include "percpu_ring.h"
 #include "process_facts.h"
 #include "ring_session.h"
+#include "thread_hook.h"
 #include "ticks.h"
 #include "trace_file.h"
 
@@ -294,6 +295,26 @@ static zx_status_t create_session(zx_handle_t* iob) {
   return status;
 }
 
+// Each new thread, as it starts, when the thread hook is in the process: attaches it when the
+// recorder runs with attach_new_threads. Not async-signal-safe.
+static void thread_started(void) {
+  // g_options is written before g_running is set (release), and not again while it is set.
+  if (!atomic_load_explicit(&g_running, memory_order_acquire) || !g_options.attach_new_threads) {
+    return;
+  }
+  (void)zxs_recorder_attach_current_thread();  // a recorder that stopped meanwhile: BAD_STATE
+}
+
+// New threads are attached by the thread hook (libzxsampler-threads, thread_hook.h), found by
+// its entry's name; false when it is not in the process.
+static bool add_thread_hook(void) {
+  void* sym = dlsym(RTLD_DEFAULT, ZXS_THREAD_HOOK_ADD_SYMBOL);
+  if (sym == NULL) return false;
+  zxs_thread_hook_add_fn add;
+  memcpy(&add, &sym, sizeof(add));  // POSIX: dlsym results convert to function pointers
+  return add(thread_started);
+}
+
 zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
   static const zxs_recorder_options_t kDefaults = {0};
   register_atfork();
@@ -320,9 +341,7 @@ zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
   zx_handle_t iob = ZX_HANDLE_INVALID;
   status = create_session(&iob);
   g_iob = iob;
-  // New threads are attached by the thread hook, which announces itself with this symbol.
-  if (status == ZX_OK && options->attach_new_threads &&
-      dlsym(RTLD_DEFAULT, "zxs_thread_hook_installed") == NULL) {
+  if (status == ZX_OK && options->attach_new_threads && !add_thread_hook()) {
     status = ZX_ERR_NOT_SUPPORTED;
   }
   if (status == ZX_OK && !options->dont_attach_caller) status = attach_self_locked();
@@ -354,14 +373,6 @@ zx_status_t zxs_recorder_attach_current_thread(void) {
   const zx_status_t status = g_iob == ZX_HANDLE_INVALID ? ZX_ERR_BAD_STATE : attach_self_locked();
   pthread_mutex_unlock(&g_lock);
   return status;
-}
-
-void zxs_recorder_thread_started(void) {
-  // g_options is written before g_running is set (release), and not again while it is set.
-  if (!atomic_load_explicit(&g_running, memory_order_acquire) || !g_options.attach_new_threads) {
-    return;
-  }
-  (void)zxs_recorder_attach_current_thread();  // a recorder that stopped meanwhile: BAD_STATE
 }
 
 zx_status_t zxs_recorder_stop(void) {

@@ -33,5 +33,3 @@ void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
 }
 
 bool zxs_deadline_end(zxs_deadline_t* d) { return now_ns() - d->begin > d->budget; }
-
-void zxs_recorder_thread_started(void) {}
