@@ -88,10 +88,6 @@ ZXS_API zx_status_t zxs_recorder_attach_current_thread(void);
 //   ZX_ERR_BAD_STATE not running; ZX_ERR_IO one of the alert traces could not be written.
 ZXS_API zx_status_t zxs_recorder_stop(void);
 
-// For the thread hook (libzxsampler-threads), not for programs: called by each new thread as it
-// starts; attaches it when the recorder runs with attach_new_threads. Not async-signal-safe.
-ZXS_API void zxs_recorder_thread_started(void);
-
 // Fuchsia's TRACE_ALERT for this library: keeps the window up to now and has a thread of the
 // library write it to `output_dir` as "<name>-<pid>-<n>.fxt" (name: letters, digits, '-', '_'
 // and '.' kept, others '_', at most 63 bytes; NULL or "" is "alert"). The caller does not wait

@@ -2,6 +2,7 @@
 #ifndef ZXSAMPLER_SRC_CORE_OBJECTS_H_
 #define ZXSAMPLER_SRC_CORE_OBJECTS_H_
 
+#include "fork.h"  // zxs_core_register_atfork, for the modules that include only this
 #include "handle_table.h"
 #include "platform.h"
 
@@ -28,16 +29,6 @@ zx_status_t zxs_sampler_check_enabled(void);
 // ZX_ERR_WRONG_TYPE (not a resource) or ZX_ERR_ACCESS_DENIED (a resource of another kind).
 zx_status_t zxs_check_debug_resource(zx_handle_t rsrc);
 
-// Registers the core's fork handlers (once; session.c): they hold the perfmon lock, the session
-// lock and the handle table across fork, and make the child forget the parent's session, its
-// perfmon run and its threads. Called at the first session and at the first zxs_thread_self(),
-// whose cached handle would otherwise name the parent's thread in the child.
-void zxs_core_register_atfork(void);
-// The perfmon controller's part of them (perfmon_controller.c).
-void zxs_perfmon_atfork_prepare(void);
-void zxs_perfmon_atfork_parent(void);
-void zxs_perfmon_atfork_child(void);
-
 // zx_object_get_info's count outputs, which callers may pass as NULL.
 static inline void zxs_info_count(size_t* p, size_t v) {
   if (p != NULL) *p = v;
@@ -51,7 +42,8 @@ zx_status_t zxs_session_get_info(zx_handle_t handle, zx_object_info_topic_t topi
 void zxs_thread_self_forget(zx_koid_t koid);
 
 // In the child of a fork, with the handle table unlocked: the process is new (its koid), and
-// the forking thread's own handle named a thread of the parent (it is closed).
+// the forking thread's own handle named a thread of the parent (it is closed). session.c's
+// fork step calls it.
 void zxs_objects_after_fork_child(void);
 
 #endif  // ZXSAMPLER_SRC_CORE_OBJECTS_H_

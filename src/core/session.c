@@ -10,6 +10,7 @@
 #include <zxsampler/sampler.h>
 
 #include "config.h"
+#include "fork.h"
 #include "handle_table.h"
 #include "objects.h"
 #include "percpu_ring.h"
@@ -159,24 +160,15 @@ static void unlock_session(zxs_session_t* s) {
 // them: the session becomes an orphan whose handles answer BAD_STATE and whose last close only
 // frees memory, the per-CPU states and slots are reset (a writer that was in flight on another
 // parent thread will never end here), and the backend drops its inherited descriptors without
-// touching the parent's events. The child can then create its own session.
-//
-// The perfmon controller forgets its run the same way (perfmon_controller.c). Lock order, here
-// as everywhere: the perfmon lock, then the session lock, then the handle table's.
+// touching the parent's events. The child can then create its own session. The perfmon
+// controller forgets its run the same way (perfmon_controller.c). The order of the locks is
+// fork.h's stages.
 
-static void atfork_prepare(void) {
-  zxs_perfmon_atfork_prepare();
-  pthread_mutex_lock(&g_lock);
-  zxs_handle_table_lock();
-}
+static void session_fork_prepare(void) { pthread_mutex_lock(&g_lock); }
 
-static void atfork_parent(void) {
-  zxs_handle_table_unlock();
-  pthread_mutex_unlock(&g_lock);
-  zxs_perfmon_atfork_parent();
-}
+static void session_fork_parent(void) { pthread_mutex_unlock(&g_lock); }
 
-static void atfork_child(void) {
+static void session_fork_child(void) {
   zxs_session_t* s = g_live;
   g_live = NULL;
   if (s != NULL) {
@@ -195,19 +187,29 @@ static void atfork_child(void) {
     if (atomic_load(&slot->state) != ZXS_SLOT_FREE) zxs_slot_free(slot);
   }
   zxs_prim_after_fork_child();
-  zxs_handle_table_unlock();
-  zxs_objects_after_fork_child();
+  zxs_objects_after_fork_child();  // closes a handle: the table's step has unlocked it
   pthread_mutex_unlock(&g_lock);
-  zxs_perfmon_atfork_child();
 }
 
-static void register_atfork(void) {
-  (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-}
+// The perfmon controller's steps (perfmon_controller.c defines them; no header of its own
+// declares them, and it registers nothing itself: the core does it for it).
+void zxs_perfmon_atfork_prepare(void);
+void zxs_perfmon_atfork_parent(void);
+void zxs_perfmon_atfork_child(void);
 
 void zxs_core_register_atfork(void) {
-  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-  pthread_once(&atfork_once, register_atfork);
+  static const zxs_fork_steps_t kPerfmon = {.prepare = zxs_perfmon_atfork_prepare,
+                                            .parent = zxs_perfmon_atfork_parent,
+                                            .child = zxs_perfmon_atfork_child};
+  static const zxs_fork_steps_t kSession = {
+      .prepare = session_fork_prepare, .parent = session_fork_parent, .child = session_fork_child};
+  // Held across fork so the child never inherits the table locked mid-update.
+  static const zxs_fork_steps_t kHandles = {.prepare = zxs_handle_table_lock,
+                                            .parent = zxs_handle_table_unlock,
+                                            .child = zxs_handle_table_unlock};
+  zxs_fork_register(ZXS_FORK_STAGE_PERFMON, &kPerfmon);
+  zxs_fork_register(ZXS_FORK_STAGE_SESSION, &kSession);
+  zxs_fork_register(ZXS_FORK_STAGE_HANDLES, &kHandles);
 }
 
 // --- Create -----------------------------------------------------------------------------------

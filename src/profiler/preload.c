@@ -17,7 +17,6 @@
 // Without ZXSAMPLER_PID (the variables set by hand) the process removes them at once, so that
 // no program it starts or execs is profiled into the same file.
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -30,6 +29,8 @@
 #include <unistd.h>
 #include <zxsampler/profiler.h>
 
+#include "thread_hook.h"
+
 #define MAX_PATH 4096
 
 static char g_output[MAX_PATH];
@@ -39,17 +40,6 @@ static int g_pipe[2] = {-1, -1};
 static int g_dump_signal;
 static pid_t g_pid;  // the profiled process
 static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
-
-typedef int (*pthread_create_fn)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-
-static pthread_create_fn real_pthread_create(void) {
-  static pthread_create_fn real;
-  if (real == NULL) {
-    void* sym = dlsym(RTLD_NEXT, "pthread_create");
-    memcpy(&real, &sym, sizeof(real));  // POSIX: dlsym results convert to function pointers
-  }
-  return real;
-}
 
 // Writes the profile once, whoever asks first (exit, a signal); only in the profiled process
 // (a child it forks inherits the atexit call, not the session).
@@ -66,49 +56,11 @@ static void write_profile(void) {
   pthread_mutex_unlock(&g_write_lock);
 }
 
-typedef struct {
-  void* (*start)(void*);
-  void* arg;
-} trampoline_t;
-
-static void* trampoline(void* p) {
-  trampoline_t t = *(trampoline_t*)p;
-  free(p);
+// Every thread the program creates is attached as it starts (thread_hook.h interposes
+// pthread_create).
+static void attach_started_thread(void) {
   if (atomic_load(&g_running)) (void)zxs_profiler_attach_current_thread();
-  return t.start(t.arg);
 }
-
-// Every thread the program creates is attached as it starts: interposed below.
-static int create_attached(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
-                           void* arg) {
-  pthread_create_fn real = real_pthread_create();
-  if (real == NULL) return EAGAIN;
-  if (!atomic_load(&g_running)) return real(thread, attr, start, arg);
-  trampoline_t* t = malloc(sizeof(*t));
-  if (t == NULL) return real(thread, attr, start, arg);
-  t->start = start;
-  t->arg = arg;
-  int err = real(thread, attr, trampoline, t);
-  if (err != 0) free(t);
-  return err;
-}
-
-#ifdef __APPLE__
-// dyld binds each image's calls to libSystem directly (two-level namespace): an inserted
-// library interposes a function only through a __DATA,__interpose pair (replacement, original),
-// which dyld applies to every other image.
-static const struct {
-  const void* replacement;
-  const void* original;
-} g_interpose[] __attribute__((used, section("__DATA,__interpose"))) = {
-    {(const void*)create_attached, (const void*)pthread_create},
-};
-#else
-int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
-                   void* arg) {
-  return create_attached(thread, attr, start, arg);
-}
-#endif
 
 // Signals are turned into a byte on a pipe; this thread (not attached) does the writing,
 // which a signal handler cannot.
@@ -199,9 +151,10 @@ __attribute__((constructor)) static void preload_start(void) {
   atomic_store(&g_running, true);
   atexit(write_profile);
 
-  pthread_create_fn real = real_pthread_create();
-  pthread_t watcher;
-  if (real != NULL && pipe_cloexec(g_pipe) && real(&watcher, NULL, signal_watcher, NULL) == 0) {
+  (void)zxs_thread_start_hook_add(attach_started_thread);  // the first of its hooks: no failure
+  pthread_t watcher;  // not attached: created without the hooks
+  if (pipe_cloexec(g_pipe) &&
+      zxs_thread_hook_real_create(&watcher, NULL, signal_watcher, NULL) == 0) {
     pthread_detach(watcher);
     catch_signal(SIGINT, true);
     catch_signal(SIGTERM, true);

@@ -20,9 +20,12 @@
 #include <zxsampler/recorder.h>
 #include <zxsampler/sampler.h>
 
+#include "fork.h"
 #include "percpu_ring.h"
-#include "platform.h"
+#include "process_facts.h"
 #include "ring_session.h"
+#include "thread_hook.h"
+#include "ticks.h"
 #include "trace_file.h"
 
 _Static_assert(ZXS_RECORDER_SLOT_BYTES == ZXS_RING_SLOT_BYTES, "recorder.h states the slot size");
@@ -61,21 +64,12 @@ static alert_t g_alerts[MAX_PENDING];
 static uint64_t g_files;       // written so far (the writer's)
 static zx_status_t g_failure;  // the writer's first failure to write
 
-// [signal-safe] Monotonic ns from the platform's ticks.
-static zx_time_t now_ns(void) {
-  const uint64_t ticks = zxs_prim_ticks(), per_second = zxs_prim_ticks_per_second();
-  if (per_second == 1000000000u) return (zx_time_t)ticks;
-  return (zx_time_t)((ticks / per_second) * 1000000000u +
-                     (ticks % per_second) * 1000000000u / per_second);
-}
+// [signal-safe] Monotonic ns.
+static zx_time_t now_ns(void) { return zxs_facts_now_ns(); }
 
 // Monotonic ns to the platform's ticks (the records' timestamps).
 static uint64_t ticks_of(zx_time_t ns) {
-  const uint64_t per_second = zxs_prim_ticks_per_second();
-  if (ns <= 0) return 0;
-  if (per_second == 1000000000u) return (uint64_t)ns;
-  const uint64_t u = (uint64_t)ns;
-  return (u / 1000000000u) * per_second + (u % 1000000000u) * per_second / 1000000000u;
+  return ns <= 0 ? 0 : zxs_ns_to_ticks((uint64_t)ns, zxs_facts_ticks_per_second());
 }
 
 // [signal-safe] Rate limit, then a free slot (FILLING, for the caller to fill and publish).
@@ -124,7 +118,7 @@ zx_status_t zxs_trace_alert(const char* name) {
   zx_status_t status = claim_slot(at, &a);
   if (status != ZX_OK) return status;
   copy_name(a->name, name, "alert");
-  a->tid = zxs_prim_current_thread_koid();
+  a->tid = zxs_facts_current_thread_koid();
   a->at = at;
   a->has_period = false;
   publish(a);
@@ -134,7 +128,7 @@ zx_status_t zxs_trace_alert(const char* name) {
 void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
   const int saved = errno;  // async-signal-safe callers expect it kept
   d->budget = budget;
-  d->fields = zxs_prim_runtime_self_now(&d->cpu_begin, &d->queue_begin);
+  d->fields = zxs_facts_runtime_self_now(&d->cpu_begin, &d->queue_begin);
   d->begin = now_ns();  // last: the reads above belong to the period's start, not to it
   errno = saved;
 }
@@ -144,12 +138,12 @@ bool zxs_deadline_end(zxs_deadline_t* d) {
   if (end - d->begin <= d->budget) return false;
   const int saved = errno;
   int64_t cpu, queue;
-  const uint32_t fields = zxs_prim_runtime_self_now(&cpu, &queue) & d->fields;
+  const uint32_t fields = zxs_facts_runtime_self_now(&cpu, &queue) & d->fields;
   errno = saved;
   alert_t* a;
   if (claim_slot(end, &a) == ZX_OK) {
     copy_name(a->name, d->name, "deadline");
-    a->tid = zxs_prim_current_thread_koid();
+    a->tid = zxs_facts_current_thread_koid();
     a->at = end;
     a->has_period = true;
     a->begin = d->begin;
@@ -186,20 +180,19 @@ static zx_status_t write_alert_event(const alert_t* a, zxs_fxt_buf_t* events) {
     if (a->fields & ZXS_TASK_RUNTIME_QUEUE_TIME) {
       add_arg(args, &n, ZXS_TRACE_ALERT_QUEUE_ARG, a->queue_time);
     }
-    zxs_prim_runtime_t rt;
-    if (zxs_prim_runtime_between(a->tid, a->begin, a->at, &rt) == ZX_OK) {
-      if (rt.fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) {
-        add_arg(args, &n, ZXS_TRACE_ALERT_FAULT_ARG, rt.info.page_fault_time);
-      }
-      if (rt.fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME) {
-        add_arg(args, &n, ZXS_TRACE_ALERT_LOCK_ARG, rt.info.lock_contention_time);
-      }
+    zx_info_task_runtime_t rt;
+    const uint32_t rt_fields = zxs_facts_runtime_between(a->tid, a->begin, a->at, &rt);
+    if (rt_fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) {
+      add_arg(args, &n, ZXS_TRACE_ALERT_FAULT_ARG, rt.page_fault_time);
+    }
+    if (rt_fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME) {
+      add_arg(args, &n, ZXS_TRACE_ALERT_LOCK_ARG, rt.lock_contention_time);
     }
   }
   zxs_fxt_event_t event = {
       .event_type = ZXS_FXT_EVENT_INSTANT,
       .ticks = ticks_of(a->at),
-      .thread = {.process_koid = zxs_prim_process_koid(), .thread_koid = a->tid},
+      .thread = {.process_koid = zxs_facts_process_koid(), .thread_koid = a->tid},
       .category = str(ZXS_TRACE_ALERT_CATEGORY),
       .name = str(a->name)};
   return zxs_fxt_write_instant_event(events, &event, args, n);
@@ -210,13 +203,13 @@ static zx_status_t write_alert(const alert_t* a) {
   zxs_fxt_buf_t samples, events;
   zxs_fxt_buf_init(&samples);
   zxs_fxt_buf_init(&events);
-  zxs_prim_sampling_flush();  // samples the kernel still buffers (a source with a collector)
+  zxs_facts_flush_samples();  // samples the kernel still buffers (a source with a collector)
   zx_status_t status = zxs_sampler_ring_copy(g_iob, (zx_time_t)ticks_of(a->at - g_options.window),
                                              (zx_time_t)ticks_of(a->at), &samples);
   if (status == ZX_OK) status = write_alert_event(a, &events);
   char path[PATH_MAX + 2 * MAX_NAME];
   snprintf(path, sizeof(path), "%s/%s-%llu-%llu.fxt", g_dir, a->name,
-           (unsigned long long)zxs_prim_process_koid(), (unsigned long long)++g_files);
+           (unsigned long long)zxs_facts_process_koid(), (unsigned long long)++g_files);
   FILE* out = status == ZX_OK ? fopen(path, "wb") : NULL;
   if (status == ZX_OK && out == NULL) status = ZX_ERR_IO;
   if (out != NULL) {
@@ -260,7 +253,10 @@ static void forget_after_fork(void) {
   pthread_mutex_init(&g_lock, NULL);  // one thread now: nobody else can hold it
 }
 
-static void register_atfork(void) { (void)pthread_atfork(NULL, NULL, forget_after_fork); }
+static void register_atfork(void) {
+  static const zxs_fork_steps_t kSteps = {.child = forget_after_fork};
+  zxs_fork_register(ZXS_FORK_STAGE_RECORDER, &kSteps);
+}
 
 static zx_status_t check_options(const zxs_recorder_options_t* o) {
   for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++) {
@@ -278,9 +274,7 @@ static zx_status_t check_options(const zxs_recorder_options_t* o) {
 static zx_status_t attach_self_locked(void) {
   zx_status_t status = zxs_sampler_attach(g_iob, zxs_thread_self());
   if (status != ZX_OK) return status;
-  (void)zxs_prim_runtime_self_prepare();  // without it: no queue time in the breakdown
-  zxs_prim_thread_t self;
-  if (zxs_prim_thread_self(&self) == ZX_OK) (void)zxs_prim_runtime_keep_history(&self);
+  zxs_facts_follow_current_thread();  // its queue time, fault and lock time in the breakdown
   return ZX_OK;
 }
 
@@ -301,10 +295,29 @@ static zx_status_t create_session(zx_handle_t* iob) {
   return status;
 }
 
+// Each new thread, as it starts, when the thread hook is in the process: attaches it when the
+// recorder runs with attach_new_threads. Not async-signal-safe.
+static void thread_started(void) {
+  // g_options is written before g_running is set (release), and not again while it is set.
+  if (!atomic_load_explicit(&g_running, memory_order_acquire) || !g_options.attach_new_threads) {
+    return;
+  }
+  (void)zxs_recorder_attach_current_thread();  // a recorder that stopped meanwhile: BAD_STATE
+}
+
+// New threads are attached by the thread hook (libzxsampler-threads, thread_hook.h), found by
+// its entry's name; false when it is not in the process.
+static bool add_thread_hook(void) {
+  void* sym = dlsym(RTLD_DEFAULT, ZXS_THREAD_HOOK_ADD_SYMBOL);
+  if (sym == NULL) return false;
+  zxs_thread_hook_add_fn add;
+  memcpy(&add, &sym, sizeof(add));  // POSIX: dlsym results convert to function pointers
+  return add(thread_started);
+}
+
 zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
   static const zxs_recorder_options_t kDefaults = {0};
-  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-  pthread_once(&atfork_once, register_atfork);
+  register_atfork();
   if (options == NULL) options = &kDefaults;
   zx_status_t status = check_options(options);
   if (status != ZX_OK) return status;
@@ -328,9 +341,7 @@ zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
   zx_handle_t iob = ZX_HANDLE_INVALID;
   status = create_session(&iob);
   g_iob = iob;
-  // New threads are attached by the thread hook, which announces itself with this symbol.
-  if (status == ZX_OK && options->attach_new_threads &&
-      dlsym(RTLD_DEFAULT, "zxs_thread_hook_installed") == NULL) {
+  if (status == ZX_OK && options->attach_new_threads && !add_thread_hook()) {
     status = ZX_ERR_NOT_SUPPORTED;
   }
   if (status == ZX_OK && !options->dont_attach_caller) status = attach_self_locked();
@@ -362,14 +373,6 @@ zx_status_t zxs_recorder_attach_current_thread(void) {
   const zx_status_t status = g_iob == ZX_HANDLE_INVALID ? ZX_ERR_BAD_STATE : attach_self_locked();
   pthread_mutex_unlock(&g_lock);
   return status;
-}
-
-void zxs_recorder_thread_started(void) {
-  // g_options is written before g_running is set (release), and not again while it is set.
-  if (!atomic_load_explicit(&g_running, memory_order_acquire) || !g_options.attach_new_threads) {
-    return;
-  }
-  (void)zxs_recorder_attach_current_thread();  // a recorder that stopped meanwhile: BAD_STATE
 }
 
 zx_status_t zxs_recorder_stop(void) {

@@ -4,6 +4,7 @@
 // ZX_ERR_NOT_SUPPORTED; the deadlines still tell a late period, without an alert.
 #include <zxsampler/recorder.h>
 
+#include "ticks.h"
 #include "zircon_syscalls.h"
 
 zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
@@ -20,11 +21,9 @@ zx_status_t zxs_trace_alert(const char* name) {
   return ZX_ERR_NOT_SUPPORTED;
 }
 
-// Ticks to ns as recorder.c does, without overflow for long uptimes.
+// Monotonic ns from the kernel's ticks.
 static zx_time_t now_ns(void) {
-  const uint64_t ticks = (uint64_t)zx_ticks_get(), per_second = (uint64_t)zx_ticks_per_second();
-  return (zx_time_t)((ticks / per_second) * 1000000000u +
-                     (ticks % per_second) * 1000000000u / per_second);
+  return (zx_time_t)zxs_ticks_to_ns((uint64_t)zx_ticks_get(), (uint64_t)zx_ticks_per_second());
 }
 
 void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
@@ -34,5 +33,3 @@ void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
 }
 
 bool zxs_deadline_end(zxs_deadline_t* d) { return now_ns() - d->begin > d->budget; }
-
-void zxs_recorder_thread_started(void) {}

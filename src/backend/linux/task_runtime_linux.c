@@ -42,6 +42,7 @@
 #include <unistd.h>
 #include <zxsampler/object.h>
 
+#include "fork.h"
 #include "linux_internal.h"
 #include "platform.h"
 #include "runtime_events_linux.h"
@@ -111,7 +112,9 @@ static void atfork_child(void) {
 }
 
 static void register_atfork(void) {
-  (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  static const zxs_fork_steps_t kSteps = {
+      .prepare = atfork_prepare, .parent = atfork_parent, .child = atfork_child};
+  zxs_fork_register(ZXS_FORK_STAGE_TASK_RUNTIME, &kSteps);
 }
 
 static pid_t current_tid(void) {
