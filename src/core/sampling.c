@@ -78,10 +78,7 @@ static bool read_slot(zxs_thread_slot_t* slot, uint32_t attach_gen, slot_snapsho
   return atomic_load_explicit(&slot->attach_gen, memory_order_relaxed) == attach_gen;
 }
 
-// The state `slot`'s sample goes to: `cpu`'s, or where the platform cannot tell the CPU, the
-// slot's own (index modulo the CPU count), so one thread's samples stay in time order in one
-// region and threads spread over the regions.
-static zxs_percpu_t* percpu_of(uint32_t cpu, const zxs_thread_slot_t* slot) {
+zxs_percpu_t* zxs_core_percpu_of(uint32_t cpu, const zxs_thread_slot_t* slot) {
   zxs_percpu_t* states = atomic_load_explicit(&g_percpu, memory_order_acquire);
   if (states == NULL || g_percpu_count == 0) return NULL;
   if (cpu == ZXS_CPU_UNKNOWN) cpu = slot->index % g_percpu_count;
@@ -123,14 +120,14 @@ void zxs_core_sample(zxs_thread_slot_t* slot, uint32_t attach_gen, const zxs_reg
   const uint32_t cpu = atomic_load_explicit(&g_cpu_attribution, memory_order_relaxed)
                            ? zxs_prim_current_cpu()
                            : ZXS_CPU_UNKNOWN;
-  sample_on(percpu_of(cpu, slot), slot, attach_gen, regs, NULL, 0, 0);
+  sample_on(zxs_core_percpu_of(cpu, slot), slot, attach_gen, regs, NULL, 0, 0);
 }
 
 void zxs_core_sample_suspended(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
                                const zxs_regs_t* regs) {
   // The same walk as in the thread itself: the suspended thread's live stack, within its
   // bounds, timestamped after the walk.
-  sample_on(percpu_of(cpu, slot), slot, attach_gen, regs, NULL, 0, 0);
+  sample_on(zxs_core_percpu_of(cpu, slot), slot, attach_gen, regs, NULL, 0, 0);
 }
 
 size_t zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32_t cpu,
@@ -138,8 +135,8 @@ size_t zxs_core_sample_copy(zxs_thread_slot_t* slot, uint32_t attach_gen, uint32
                             size_t stack_len) {
   // A copy of nothing is still a copy: the PC alone, never the collector's own stack.
   static const uint64_t kEmpty = 0;
-  return sample_on(percpu_of(cpu, slot), slot, attach_gen, regs, stack != NULL ? stack : &kEmpty,
-                   stack != NULL ? stack_len : 0, ticks);
+  return sample_on(zxs_core_percpu_of(cpu, slot), slot, attach_gen, regs,
+                   stack != NULL ? stack : &kEmpty, stack != NULL ? stack_len : 0, ticks);
 }
 
 void zxs_core_count_dropped(uint32_t cpu, uint64_t n) {

@@ -92,6 +92,12 @@ zxs_thread_slot_t* zxs_core_slot(uint32_t index);
 void zxs_core_count_overruns(zxs_thread_slot_t* slot, uint64_t n);
 void zxs_core_count_throttled(zxs_thread_slot_t* slot);
 
+// [signal-safe] The state `slot`'s sample taken on `cpu` goes to: `cpu`'s, or where the platform
+// cannot tell the CPU (ZXS_CPU_UNKNOWN), the slot's own (index modulo the CPU count), so one
+// thread's samples stay in time order in one region and threads spread over the regions. NULL
+// before the states exist or for a CPU beyond them.
+zxs_percpu_t* zxs_core_percpu_of(uint32_t cpu, const zxs_thread_slot_t* slot);
+
 // The per-CPU states, indexed by CPU number (allocated once, never freed), and their count.
 // Called under the session lock; the sampling path reads the table without it.
 zxs_percpu_t* zxs_percpu_states(uint32_t* count);

@@ -42,21 +42,11 @@ _Static_assert(ZXS_MAX_THREADS % 64u == 0, "the armed set is whole 64-bit words"
 static _Atomic uint64_t g_armed[ARMED_WORDS];  // bit i: slot i is armed
 static _Atomic uint32_t g_armed_count;
 static _Atomic zx_duration_t g_period;  // the sampler's period: the last one armed
-// The per-CPU states (never freed) and their count, read at arm under the session lock.
-static _Atomic(zxs_percpu_t*) g_states;
-static _Atomic uint32_t g_state_count;
 
 // The sampler sleeps here while nothing is armed.
 static pthread_mutex_t g_idle_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_idle_cond = PTHREAD_COND_INITIALIZER;
 static pid_t g_sampler_pid;  // the process the sampler runs in (fork: the child has none)
-
-// [signal-safe] The state whose region the slot's samples go to (sampling.h's rule).
-static zxs_percpu_t* percpu_of(const zxs_thread_slot_t* slot) {
-  zxs_percpu_t* states = atomic_load_explicit(&g_states, memory_order_acquire);
-  const uint32_t count = atomic_load_explicit(&g_state_count, memory_order_relaxed);
-  return states != NULL && count > 0 ? &states[slot->index % count] : NULL;
-}
 
 // Ready to run or running, by the kernel's account now.
 static bool is_running(mach_port_t port) {
@@ -80,7 +70,8 @@ static void sample_slot(zxs_thread_slot_t* slot, uint64_t missed, zx_koid_t self
     return;  // disarmed, or being disarmed
   }
   if (missed > 0) zxs_core_count_overruns(slot, missed);
-  zxs_percpu_t* state = percpu_of(slot);
+  // The CPU is unknown here: the core's rule places the sample (and the timer mark) by slot.
+  zxs_percpu_t* state = zxs_core_percpu_of(ZXS_CPU_UNKNOWN, slot);
   // Never this thread (suspending itself would never return).
   if (st->koid != self && state != NULL && is_running(st->port) && zxs_percpu_timer_set(state)) {
     if (thread_suspend(st->port) == KERN_SUCCESS) {
@@ -191,12 +182,9 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
     zxs_prim_source_disarm(slot);  // arming again replaces the source
   }
   uint32_t count = 0;
-  zxs_percpu_t* states = zxs_percpu_states(&count);
-  if (states == NULL) {
+  if (zxs_percpu_states(&count) == NULL) {  // made here, under the session lock, if not yet
     return ZX_ERR_NO_MEMORY;
   }
-  atomic_store_explicit(&g_state_count, count, memory_order_relaxed);
-  atomic_store_explicit(&g_states, states, memory_order_release);
   // A send right of our own: while we hold it the port's name cannot be reused for another
   // thread (it turns into a dead name when the thread ends).
   const mach_port_t port = (mach_port_t)slot->thread.native;
