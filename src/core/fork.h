@@ -42,7 +42,7 @@ typedef struct zxs_fork_steps {
 // of the module's to hold or forget yet).
 void zxs_fork_register(zxs_fork_stage_t stage, const zxs_fork_steps_t* steps);
 
-// The core's steps (session.c): the perfmon controller's, the session's and the handle table's.
+// The core's steps (session.c): the session's and the handle table's.
 // Called at the first session, the first zxs_thread_self() (whose cached handle would otherwise
 // name the parent's thread in the child) and the perfmon controller's first open.
 void zxs_core_register_atfork(void);

@@ -9,6 +9,7 @@
 #include <zxsampler/object.h>
 #include <zxsampler/sampler.h>
 
+#include "fork.h"
 #include "task_runtime.h"
 #include "zxs_config.h"
 

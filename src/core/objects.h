@@ -2,7 +2,6 @@
 #ifndef ZXSAMPLER_SRC_CORE_OBJECTS_H_
 #define ZXSAMPLER_SRC_CORE_OBJECTS_H_
 
-#include "fork.h"  // zxs_core_register_atfork, for the modules that include only this
 #include "handle_table.h"
 #include "platform.h"
 

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <zxsampler/types.h>
 
+#include "platform.h"  // the module description (zxs_prim_module_t): the contract's own words
+
 // --- Every platform (process_facts.c) ----------------------------------------------------------
 
 // This process's koid.
@@ -24,6 +26,11 @@ zx_status_t zxs_facts_process_name(char* buf, size_t size);
 zx_status_t zxs_facts_thread_name(zx_koid_t koid, char* buf, size_t size);
 // [signal-safe] The rate of the ticks in samples and records (util/ticks.h converts).
 uint64_t zxs_facts_ticks_per_second(void);
+// (module_facts.c) Calls `fn` for each module loaded in this process (platform.h:
+// zxs_prim_modules_each), stopping at the first status other than ZX_OK, which it returns.
+zx_status_t zxs_facts_modules_each(zxs_prim_module_fn fn, void* ctx);
+// The main executable's file path, malloc'd into *path (the caller frees it). ZX_ERR_NO_MEMORY.
+zx_status_t zxs_facts_main_path(char** path);
 
 // --- The library's own sessions (runtime_facts.c) ----------------------------------------------
 

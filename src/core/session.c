@@ -191,23 +191,13 @@ static void session_fork_child(void) {
   pthread_mutex_unlock(&g_lock);
 }
 
-// The perfmon controller's steps (perfmon_controller.c defines them; no header of its own
-// declares them, and it registers nothing itself: the core does it for it).
-void zxs_perfmon_atfork_prepare(void);
-void zxs_perfmon_atfork_parent(void);
-void zxs_perfmon_atfork_child(void);
-
 void zxs_core_register_atfork(void) {
-  static const zxs_fork_steps_t kPerfmon = {.prepare = zxs_perfmon_atfork_prepare,
-                                            .parent = zxs_perfmon_atfork_parent,
-                                            .child = zxs_perfmon_atfork_child};
   static const zxs_fork_steps_t kSession = {
       .prepare = session_fork_prepare, .parent = session_fork_parent, .child = session_fork_child};
   // Held across fork so the child never inherits the table locked mid-update.
   static const zxs_fork_steps_t kHandles = {.prepare = zxs_handle_table_lock,
                                             .parent = zxs_handle_table_unlock,
                                             .child = zxs_handle_table_unlock};
-  zxs_fork_register(ZXS_FORK_STAGE_PERFMON, &kPerfmon);
   zxs_fork_register(ZXS_FORK_STAGE_SESSION, &kSession);
   zxs_fork_register(ZXS_FORK_STAGE_HANDLES, &kHandles);
 }

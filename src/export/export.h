@@ -113,18 +113,8 @@ zx_status_t zxs_export_flamegraph(const zxs_profile_t* profile, uint32_t flags, 
 // are written as sampled.
 zx_status_t zxs_export_markup(const zxs_profile_t* profile, FILE* out);
 
-// Only the {{{module}}} and {{{mmap}}} lines of a module list, as zxs_export_markup() writes
-// them (no reset, no samples): the modules of a trace file, or a symbolizer context for
-// backtraces written separately. ZX_ERR_INVALID_ARGS for NULL arguments or a module whose
-// segments are NULL while counted, whose build ID is longer than ZXS_BUILD_ID_MAX, or unknown
-// flags; else as above. The list needs no zxs_modules_index(). Read-only: concurrent calls are
-// safe. Flags: ZXS_EXPORT_MARKUP_FILE_OFFSETS adds, after each mmap element, a line
-// "file_offset:0xOFFSET": the segment's offset in its file, which markup has no field for (plain
-// text, which symbolizers pass through and older readers of trace files skip). Trace files
-// carry it (trace_file.h).
-#define ZXS_EXPORT_MARKUP_FILE_OFFSETS (1u << 0)
-#define ZXS_MARKUP_FILE_OFFSET_PREFIX "file_offset:"
-zx_status_t zxs_export_markup_modules(const zxs_module_list_t* modules, uint32_t flags, FILE* out);
+// The module lines alone (a symbolizer context for backtraces written separately):
+// zxs_modules_write_markup() in src/symbolize/modules_markup.h.
 
 // --- Top functions --------------------------------------------------------------------------
 //

@@ -1,18 +1,7 @@
 // The exporters' argument checks (export_check.h).
 #include "export_check.h"
 
-zx_status_t zxs_export_check_modules(const zxs_module_list_t* modules) {
-  if (modules->count > 0 && modules->modules == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  for (size_t i = 0; i < modules->count; i++) {
-    const zxs_module_t* m = &modules->modules[i];
-    if ((m->segment_count > 0 && m->segments == NULL) || m->build_id_size > ZXS_BUILD_ID_MAX) {
-      return ZX_ERR_INVALID_ARGS;
-    }
-  }
-  return ZX_OK;
-}
+#include "modules_markup.h"
 
 zx_status_t zxs_export_check(const zxs_profile_t* profile, const void* out) {
   if (out == NULL) {
@@ -26,7 +15,7 @@ zx_status_t zxs_export_check(const zxs_profile_t* profile, const void* out) {
       (profile->sample_count > 0 && profile->samples == NULL) ||
       (profile->frame_count > 0 && profile->frames == NULL) ||
       (profile->inline_frame_count > 0 && profile->inline_frames == NULL) ||
-      zxs_export_check_modules(&profile->modules) != ZX_OK) {
+      zxs_modules_check(&profile->modules) != ZX_OK) {
     return ZX_ERR_INVALID_ARGS;
   }
   for (size_t i = 0; i < profile->location_count; i++) {

@@ -15,8 +15,4 @@ zx_status_t zxs_export_check(const zxs_profile_t* profile, const void* out);
 // ZX_ERR_IO if the stream has seen a write error, else ZX_OK.
 zx_status_t zxs_export_stream_status(FILE* out);
 
-// ZX_OK if the list's arrays are there as counted and no build ID is longer than
-// ZXS_BUILD_ID_MAX, else ZX_ERR_INVALID_ARGS.
-zx_status_t zxs_export_check_modules(const zxs_module_list_t* modules);
-
 #endif  // ZXSAMPLER_SRC_REPORT_EXPORT_CHECK_H_

@@ -9,6 +9,7 @@
 #include "string_builder.h"
 #include "string_table.h"
 #include "thread_index.h"
+#include "trace_file.h"
 
 typedef struct top_state {
   const zxs_profile_t* profile;
@@ -452,17 +453,11 @@ static void write_breakdown(const zxs_profile_alert_t* a, FILE* out) {
   }
   // A field the host did not measure has no row (a 0 there would pass for "no time"): say which,
   // below the rows, and that its time, if any, is in "other".
-  static const struct {
-    uint32_t field;
-    const char* name;
-  } kFields[] = {{ZXS_PROFILE_ALERT_CPU, "cpu_time"},
-                 {ZXS_PROFILE_ALERT_QUEUE, "queue_time"},
-                 {ZXS_PROFILE_ALERT_FAULT, "page_fault_time"},
-                 {ZXS_PROFILE_ALERT_LOCK, "lock_contention_time"}};
   size_t missing = 0;
-  for (size_t i = 0; i < sizeof(kFields) / sizeof(kFields[0]); i++) {
-    if (a->fields & kFields[i].field) continue;
-    fprintf(out, "%s%s", missing++ == 0 ? "  (not measured: " : ", ", kFields[i].name);
+  for (uint32_t bit = 0; bit < ZXS_TRACE_RUNTIME_FIELD_COUNT; bit++) {
+    if (a->fields & (ZXS_PROFILE_ALERT_CPU << bit)) continue;
+    fprintf(out, "%s%s", missing++ == 0 ? "  (not measured: " : ", ",
+            zxs_trace_runtime_field_name(bit));
   }
   if (missing > 0) fprintf(out, "; %s time, if any, is in other)\n", missing > 1 ? "their" : "its");
 }

@@ -10,6 +10,7 @@
 #include <zxsampler/object.h>
 #include <zxsampler/perfmon.h>
 
+#include "fork.h"
 #include "handle_table.h"
 #include "objects.h"
 #include "perfmon_core.h"
@@ -110,17 +111,16 @@ static void controller_destroy(zxs_object_t* obj) { free(obj); }
 static const zxs_object_ops_t g_controller_ops = {.on_last_handle = controller_on_last_handle,
                                                   .destroy = controller_destroy};
 
-// --- Fork (see session.c)
-// -------------------------------------------------------------------------
+// --- Fork (fork.h: ZXS_FORK_STAGE_PERFMON) ------------------------------------------------------
 
-void zxs_perfmon_atfork_prepare(void) { pthread_mutex_lock(&g_lock); }
+static void perfmon_fork_prepare(void) { pthread_mutex_lock(&g_lock); }
 
-void zxs_perfmon_atfork_parent(void) { pthread_mutex_unlock(&g_lock); }
+static void perfmon_fork_parent(void) { pthread_mutex_unlock(&g_lock); }
 
 // The child has a copy of the controller but not the collecting (the backend's thread stayed in
 // the parent, its descriptors are shared with the parent's): it forgets the run, answers
 // BAD_STATE from now on, and frees its memory when closed. The child may open its own.
-void zxs_perfmon_atfork_child(void) {
+static void perfmon_fork_child(void) {
   controller_t* c = g_open;
   g_open = NULL;
   if (c != NULL) {
@@ -138,7 +138,10 @@ zx_status_t zxs_perfmon_open(zx_handle_t debug_resource, zx_handle_t* out) {
   zx_status_t status = zxs_check_debug_resource(debug_resource);
   if (status != ZX_OK) return status;
   if (out == NULL) return ZX_ERR_INVALID_ARGS;
-  zxs_core_register_atfork();
+  static const zxs_fork_steps_t kSteps = {
+      .prepare = perfmon_fork_prepare, .parent = perfmon_fork_parent, .child = perfmon_fork_child};
+  zxs_fork_register(ZXS_FORK_STAGE_PERFMON, &kSteps);
+  zxs_core_register_atfork();  // the handle table's lock, which open and close take
   pthread_mutex_lock(&g_lock);
   if (g_open != NULL) {
     status = ZX_ERR_ALREADY_BOUND;

@@ -15,7 +15,6 @@
 #include "array_grow.h"
 #include "cfi_unwind.h"
 #include "elf_symbolizer.h"
-#include "export.h"
 #include "frame_walk.h"
 #include "modules.h"
 #include "perf_regs.h"
@@ -1098,18 +1097,12 @@ static zx_status_t write_kernel_symbols(zxs_fxt_buf_t* buf, record_processes_t* 
 
 // The names of ZXS_TASK_RUNTIME_* fields in `fields`, separated by spaces.
 static void runtime_field_names(uint32_t fields, char* out, size_t size) {
-  static const struct {
-    uint32_t field;
-    const char* name;
-  } kNames[] = {{ZXS_TASK_RUNTIME_CPU_TIME, "cpu_time"},
-                {ZXS_TASK_RUNTIME_QUEUE_TIME, "queue_time"},
-                {ZXS_TASK_RUNTIME_PAGE_FAULT_TIME, "page_fault_time"},
-                {ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME, "lock_contention_time"}};
   out[0] = '\0';
-  for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); i++) {
-    if ((fields & kNames[i].field) == 0) continue;
+  for (uint32_t bit = 0; bit < ZXS_TRACE_RUNTIME_FIELD_COUNT; bit++) {
+    if ((fields & (1u << bit)) == 0) continue;
     const size_t used = strlen(out);
-    snprintf(out + used, size - used, "%s%s", used > 0 ? " " : "", kNames[i].name);
+    snprintf(out + used, size - used, "%s%s", used > 0 ? " " : "",
+             zxs_trace_runtime_field_name(bit));
   }
 }
 

@@ -1,5 +1,5 @@
 // The capture of this process's modules and of its vDSO's image, over the backend's
-// zxs_prim_modules_* (platform.h): the module list a trace file records.
+// zxs_facts_modules_each (process_facts.h): the module list a trace file records.
 #define _GNU_SOURCE  // strdup
 
 #include <stddef.h>
@@ -8,7 +8,7 @@
 
 #include "elf_notes.h"
 #include "modules.h"
-#include "platform.h"
+#include "process_facts.h"
 
 // ELF's p_flags bits (zxs_prim_phdr_t.flags).
 #define PF_X 1u
@@ -35,7 +35,7 @@ static zx_status_t find_vdso(const zxs_prim_module_t* module, void* ctx) {
 
 // This process's vDSO image (the one at `load_bias` unless `any`). ZX_ERR_NOT_FOUND when none.
 static zx_status_t vdso_image(vdso_search_t* search) {
-  zx_status_t status = zxs_prim_modules_each(find_vdso, search);
+  zx_status_t status = zxs_facts_modules_each(find_vdso, search);
   if (status == ZX_ERR_STOP) {
     return ZX_OK;
   }
@@ -183,12 +183,12 @@ zx_status_t zxs_modules_capture(zxs_module_list_t* out) {
     return ZX_ERR_INVALID_ARGS;
   }
   capture_state_t state = {0};
-  zx_status_t status = zxs_prim_modules_each(capture_one, &state);
+  zx_status_t status = zxs_facts_modules_each(capture_one, &state);
   for (size_t i = 0; i < state.list.count && status == ZX_OK; i++) {
     zxs_module_t* m = &state.list.modules[i];
     if (m->kind == ZXS_MODULE_MAIN) {
       char* path = NULL;
-      status = zxs_prim_modules_main_path(&path);
+      status = zxs_facts_main_path(&path);
       if (status == ZX_OK) {
         free(m->path);
         m->path = path;

@@ -15,6 +15,7 @@
 
 #include <stdio.h>
 #include <zxsampler/fxt.h>
+#include <zxsampler/object.h>
 #include <zxsampler/types.h>
 
 #include "modules.h"
@@ -65,7 +66,7 @@
 void zxs_trace_write_header(zxs_fxt_buf_t* buf, uint64_t ticks_per_second);
 
 // The payload of a "modules" attachment or blob: the list as markup with file offsets
-// (zxs_export_markup_modules() with ZXS_EXPORT_MARKUP_FILE_OFFSETS), malloc'd into *text (caller
+// (zxs_modules_write_markup() with ZXS_MODULES_MARKUP_FILE_OFFSETS), malloc'd into *text (caller
 // frees). ZX_ERR_NO_MEMORY, or the export's failure.
 zx_status_t zxs_trace_modules_payload(const zxs_module_list_t* modules, char** text, size_t* size);
 
@@ -105,6 +106,30 @@ zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_
 #define ZXS_TRACE_ALERT_QUEUE_ARG "queue_time"
 #define ZXS_TRACE_ALERT_FAULT_ARG "page_fault_time"
 #define ZXS_TRACE_ALERT_LOCK_ARG "lock_contention_time"
+
+// The name of the task runtime field of bit `bit` (ZXS_TASK_RUNTIME_CPU_TIME is bit 0, ..
+// _LOCK_CONTENTION_TIME bit 3; ZXS_PROFILE_RUNTIME_* are the same bits, ZXS_PROFILE_ALERT_CPU..
+// the same from bit 2): "cpu_time", "queue_time", "page_fault_time", "lock_contention_time", the
+// words of ZXS_TRACE_RUNTIME_ARG and the alerts' arguments. NULL for other bits.
+#define ZXS_TRACE_RUNTIME_FIELD_COUNT 4u
+_Static_assert(ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME == 1u << 3 &&
+                   ZXS_PROFILE_RUNTIME_LOCK == ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME &&
+                   ZXS_PROFILE_ALERT_CPU << 3 == ZXS_PROFILE_ALERT_LOCK,
+               "the runtime fields are the same bits everywhere");
+static inline const char* zxs_trace_runtime_field_name(uint32_t bit) {
+  switch (bit) {
+    case 0:
+      return ZXS_TRACE_ALERT_CPU_ARG;
+    case 1:
+      return ZXS_TRACE_ALERT_QUEUE_ARG;
+    case 2:
+      return ZXS_TRACE_ALERT_FAULT_ARG;
+    case 3:
+      return ZXS_TRACE_ALERT_LOCK_ARG;
+    default:
+      return NULL;
+  }
+}
 
 // Reads a trace file into a profile and symbolizes every location from the module files on
 // this machine (a module whose file is missing or has another build ID stays unsymbolized).

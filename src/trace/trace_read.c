@@ -10,7 +10,7 @@
 #include "array_grow.h"
 #include "demangle.h"
 #include "elf_symbolizer.h"
-#include "export.h"
+#include "modules_markup.h"
 #include "sorted_search.h"
 #include "trace_file.h"
 
@@ -534,23 +534,15 @@ static zx_status_t copy_text(zxs_profile_t* p, const zxs_fxt_str_ref_t* ref, con
 
 // "cpu_time queue_time ..." -> ZXS_PROFILE_RUNTIME_* (unknown names are skipped).
 static uint32_t runtime_fields_from_names(const zxs_fxt_str_ref_t* names) {
-  static const struct {
-    const char* name;
-    uint32_t field;
-  } kFields[] = {{"cpu_time", ZXS_PROFILE_RUNTIME_CPU},
-                 {"queue_time", ZXS_PROFILE_RUNTIME_QUEUE},
-                 {"page_fault_time", ZXS_PROFILE_RUNTIME_FAULT},
-                 {"lock_contention_time", ZXS_PROFILE_RUNTIME_LOCK}};
   uint32_t fields = 0;
   const char* at = names->data;
   const char* end = at != NULL ? at + names->len : NULL;
   while (at != NULL && at < end) {
     const char* space = memchr(at, ' ', (size_t)(end - at));
     const size_t len = (size_t)((space != NULL ? space : end) - at);
-    for (size_t i = 0; i < sizeof(kFields) / sizeof(kFields[0]); i++) {
-      if (strlen(kFields[i].name) == len && memcmp(kFields[i].name, at, len) == 0) {
-        fields |= kFields[i].field;
-      }
+    for (uint32_t bit = 0; bit < ZXS_TRACE_RUNTIME_FIELD_COUNT; bit++) {
+      const char* name = zxs_trace_runtime_field_name(bit);
+      if (strlen(name) == len && memcmp(name, at, len) == 0) fields |= 1u << bit;
     }
     at += len + 1;
   }

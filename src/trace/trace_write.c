@@ -6,8 +6,8 @@
 #include <zxsampler/object.h>
 #include <zxsampler/sampler.h>
 
-#include "export.h"
-#include "platform.h"
+#include "modules_markup.h"
+#include "process_facts.h"
 #include "trace_file.h"
 
 #define MAX_TRACE_THREADS 4096
@@ -29,7 +29,7 @@ static void tid_set_add(tid_set_t* set, zx_koid_t tid) {
 static zx_status_t write_kernel_objects(zxs_fxt_buf_t* buf, zx_koid_t pid, zx_duration_t period,
                                         uint64_t samples_lost, const tid_set_t* tids) {
   char name[256];
-  if (zxs_prim_process_name(name, sizeof(name)) != ZX_OK) snprintf(name, sizeof(name), "%s", "");
+  if (zxs_facts_process_name(name, sizeof(name)) != ZX_OK) snprintf(name, sizeof(name), "%s", "");
   const zxs_fxt_arg_t process_args[] = {
       {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_PERIOD_ARG), .u64 = (uint64_t)period},
       {.type = ZXS_FXT_ARG_UINT64, .name = str(ZXS_TRACE_LOST_ARG), .u64 = samples_lost}};
@@ -37,7 +37,7 @@ static zx_status_t write_kernel_objects(zxs_fxt_buf_t* buf, zx_koid_t pid, zx_du
       .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = pid, .name = str(name)};
   zxs_fxt_write_kernel_object(buf, &process, process_args, samples_lost > 0 ? 2 : 1);
   for (size_t i = 0; i < tids->count; i++) {
-    if (zxs_prim_thread_name(tids->tids[i], name, sizeof(name)) != ZX_OK) {
+    if (zxs_facts_thread_name(tids->tids[i], name, sizeof(name)) != ZX_OK) {
       snprintf(name, sizeof(name), "%s", "");
     }
     zxs_fxt_arg_t process_arg = {.type = ZXS_FXT_ARG_KOID, .name = str("process")};
@@ -61,7 +61,7 @@ zx_status_t zxs_trace_modules_payload(const zxs_module_list_t* modules, char** t
   *size = 0;
   FILE* mem = open_memstream(text, size);
   if (mem == NULL) return ZX_ERR_NO_MEMORY;
-  zx_status_t status = zxs_export_markup_modules(modules, ZXS_EXPORT_MARKUP_FILE_OFFSETS, mem);
+  zx_status_t status = zxs_modules_write_markup(modules, ZXS_MODULES_MARKUP_FILE_OFFSETS, mem);
   if (fclose(mem) != 0 && status == ZX_OK) status = ZX_ERR_NO_MEMORY;
   if (status != ZX_OK) {
     free(*text);
@@ -121,9 +121,9 @@ zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_
   add_sample_tids(samples, tids);
   zxs_fxt_buf_t head;
   zxs_fxt_buf_init(&head);
-  zxs_trace_write_header(&head, zxs_prim_ticks_per_second());
+  zxs_trace_write_header(&head, zxs_facts_ticks_per_second());
   zx_status_t status =
-      write_kernel_objects(&head, zxs_prim_process_koid(), period, samples_lost, tids);
+      write_kernel_objects(&head, zxs_facts_process_koid(), period, samples_lost, tids);
   if (status == ZX_OK) status = write_modules(&head);
   if (status == ZX_OK) status = zxs_trace_write_vdso(&head);
   if (status == ZX_OK) status = samples->status;

@@ -3,7 +3,8 @@
 // the flame graph's SVG checked for structure and proportions. Meant to run under ASan/UBSan.
 //
 // Build (from the repository root):
-//   cc -std=c11 -g -Iinclude -Isrc/export -Isrc/trace -Isrc/symbolize -Isrc/util src/trace/profile.c src/symbolize/modules.c
+//   cc -std=c11 -g -Iinclude -Isrc/export -Isrc/trace -Isrc/symbolize -Isrc/util
+//   src/trace/profile.c src/symbolize/modules.c
 //     src/export/*.c tests/unit/test_export.c -lcmocka -lz
 #define _GNU_SOURCE
 
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "export.h"
+#include "modules_markup.h"
 #include "protobuf_writer.h"
 #include "test_export_fixture.h"
 
@@ -996,7 +998,7 @@ static void test_markup_modules(void** state) {
   zxs_module_list_t list = {.modules = modules, .count = 3};
   FILE* out = tmpfile();
   assert_non_null(out);
-  assert_int_equal(zxs_export_markup_modules(&list, 0, out), ZX_OK);
+  assert_int_equal(zxs_modules_write_markup(&list, 0, out), ZX_OK);
   char* text = read_back(out, NULL);
   assert_string_equal(text,
                       "{{{module:0:/usr/bin/app:elf:abcdef0123456789}}}\n"
@@ -1011,11 +1013,11 @@ static void test_markup_modules(void** state) {
   zxs_module_list_t empty = {0};
   out = tmpfile();
   assert_non_null(out);
-  assert_int_equal(zxs_export_markup_modules(&empty, 0, out), ZX_OK);
-  assert_int_equal(zxs_export_markup_modules(NULL, 0, out), ZX_ERR_INVALID_ARGS);
-  assert_int_equal(zxs_export_markup_modules(&list, 0, NULL), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_modules_write_markup(&empty, 0, out), ZX_OK);
+  assert_int_equal(zxs_modules_write_markup(NULL, 0, out), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_modules_write_markup(&list, 0, NULL), ZX_ERR_INVALID_ARGS);
   modules[1].segments = NULL;
-  assert_int_equal(zxs_export_markup_modules(&list, 0, out), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_modules_write_markup(&list, 0, out), ZX_ERR_INVALID_ARGS);
   text = read_back(out, NULL);
   assert_string_equal(text, "");
   free(text);

@@ -21,6 +21,7 @@
 #include "export.h"
 #include "inline_code.h"
 #include "modules.h"
+#include "modules_markup.h"
 #include "profile.h"
 #include "trace_file.h"
 
@@ -88,7 +89,7 @@ static void make_profile(zxs_profile_t* p) {
   size_t markup_size = 0;
   FILE* out = open_memstream(&markup, &markup_size);
   assert_non_null(out);
-  assert_int_equal(zxs_export_markup_modules(&list, 0, out), ZX_OK);
+  assert_int_equal(zxs_modules_write_markup(&list, 0, out), ZX_OK);
   assert_int_equal(fclose(out), 0);
   zxs_modules_free(&list);
 
