@@ -60,9 +60,9 @@ typedef struct zxs_module_list {
 } zxs_module_list_t;
 
 // Captures the calling process's loaded modules (as the backend lists them:
-// zxs_facts_modules_each() in process_facts.h) into *out, indexed (see zxs_modules_index), replacing
-// whatever *out held without freeing it. Build IDs are read from each module's mapped PT_NOTE
-// segments. Modules that map no PT_LOAD segment are left out. Returns ZX_OK,
+// zxs_facts_modules_each() in process_facts.h) into *out, indexed (see zxs_modules_index),
+// replacing whatever *out held without freeing it. Build IDs are read from each module's mapped
+// PT_NOTE segments. Modules that map no PT_LOAD segment are left out. Returns ZX_OK,
 // ZX_ERR_INVALID_ARGS (out is NULL), ZX_ERR_NO_MEMORY, or ZX_ERR_NOT_SUPPORTED where the
 // platform cannot list its modules (on error *out is empty). Thread-safe (the loader serializes
 // with dlopen/dlclose); not async-signal-safe (allocates).
