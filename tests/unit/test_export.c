@@ -1,11 +1,7 @@
 // The export formats (src/export/export.h) on hand-built profiles: pprof decoded by a small
 // protobuf reader of its own, folded stacks, markup and the top report compared line by line,
 // the flame graph's SVG checked for structure and proportions. Meant to run under ASan/UBSan.
-//
-// Build (from the repository root):
-//   cc -std=c11 -g -Iinclude -Isrc/export -Isrc/trace -Isrc/symbolize -Isrc/util
-//   src/trace/profile.c src/symbolize/modules.c
-//     src/export/*.c tests/unit/test_export.c -lcmocka -lz
+// Built by tests/meson.build (test 'export').
 #define _GNU_SOURCE
 
 #include <inttypes.h>

@@ -1,9 +1,6 @@
 // Module capture and ELF symbolization, on this test process's own modules, plus malformed
 // input (meant to run under ASan/UBSan: "never crashes" is what those check).
-//
-// Build (libdw optional: add -DZXS_HAVE_LIBDW=1 ... -ldw; -rdynamic also exercises .dynsym on
-// the test binary):
-//   cc -std=c11 -g -Iinclude -Isrc/symbolize -Isrc/util src/symbolize/*.c tests/unit/test_symbolize.c -lcmocka
+// Built by tests/meson.build (test 'symbolize'), linked with -rdynamic to exercise .dynsym too.
 #define _GNU_SOURCE
 
 #include <dlfcn.h>
