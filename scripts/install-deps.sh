@@ -5,7 +5,8 @@ set -euo pipefail
 # Build: compilers, meson, ninja, cmocka, zlib; optional: libunwind, libdw (file:line);
 # clang-format (CI checks the tree's format).
 # Independent consumers the tests check our formats with: go tool pprof, xmllint,
-# llvm-symbolizer 16 (--filter-markup); spin for the protocol model; clang for TSan; debuginfod
+# llvm-symbolizer 16 (--filter-markup); spin for the protocol model; clang and its sanitizer
+# runtimes (libclang-rt-14-dev, only a Recommends of clang) for TSan; debuginfod
 # (a server the tests start on 127.0.0.1, and the client library libdw loads); lld-14's ld64.lld
 # links the Mach-O dylib the symbolizer's macOS test reads; aarch64's C library headers stand in
 # for Fuchsia's when the Fuchsia backend is compiled for aarch64-unknown-fuchsia; valgrind (the
@@ -13,7 +14,7 @@ set -euo pipefail
 # benchmarks compare with `perf record`); setpriv (util-linux) runs record's unprivileged
 # checks and ps (procps) reads process groups in its process-tree test.
 packages=(build-essential g++ clang clang-format pkg-config meson ninja-build libcmocka-dev zlib1g-dev
-          libunwind-dev libdw-dev golang-go libxml2-utils llvm-16 spin debuginfod lld-14
+          libunwind-dev libdw-dev golang-go libxml2-utils llvm-16 spin debuginfod lld-14 libclang-rt-14-dev
           libc6-dev-arm64-cross valgrind linux-perf util-linux procps)
 missing=()
 for p in "${packages[@]}"; do
