@@ -147,8 +147,39 @@ static uint64_t now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+// A number from /proc/sys, or -1.
+static long long read_sysctl(const char* path) {
+  FILE* f = fopen(path, "re");
+  long long v = -1;
+  if (f != NULL && fscanf(f, "%lld", &v) != 1) v = -1;
+  if (f != NULL) fclose(f);
+  return v;
+}
+
+// What cut the rings: the locked-memory limits, in words ("" when nothing was cut).
+static void describe_cut(size_t ring_cut, const record_run_options_t* o, char* text, size_t size) {
+  text[0] = '\0';
+  if (ring_cut == 0) return;
+  struct rlimit memlock = {0, 0};
+  getrlimit(RLIMIT_MEMLOCK, &memlock);
+  char limit[32];
+  if (memlock.rlim_cur == RLIM_INFINITY) {
+    snprintf(limit, sizeof(limit), "%s", "unlimited");
+  } else {
+    snprintf(limit, sizeof(limit), "%llu KiB", (unsigned long long)memlock.rlim_cur / 1024);
+  }
+  snprintf(text, size,
+           "the rings were cut to %zu KiB a CPU (of the %zu KiB asked for) by the locked-memory "
+           "limit of unprivileged users: kernel.perf_event_mlock_kb = %lld, then RLIMIT_MEMLOCK "
+           "= %s (ulimit -l); raise one, or record as root or with CAP_IPC_LOCK",
+           ring_cut / 1024, o->ring_bytes / 1024,
+           read_sysctl("/proc/sys/kernel/perf_event_mlock_kb"), limit);
+}
+
 static void print_summary(const record_run_options_t* o, const record_totals_t* t,
-                          uint64_t not_attached, bool kernel) {
+                          uint64_t not_attached, bool kernel, size_t ring_cut) {
+  char cut[512];
+  describe_cut(ring_cut, o, cut, sizeof(cut));
   if (!o->quiet) {
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
@@ -166,9 +197,12 @@ static void print_summary(const record_run_options_t* o, const record_totals_t* 
   if (t->lost > 0) {
     fprintf(stderr,
             "%s: warning: %llu samples lost (%.2f%%): the rings filled faster than they were "
-            "read; a larger --buffer helps\n",
+            "read; %s\n",
             PROG, (unsigned long long)t->lost,
-            100.0 * (double)t->lost / (double)(t->lost + t->samples));
+            100.0 * (double)t->lost / (double)(t->lost + t->samples),
+            cut[0] != '\0' ? cut : "a larger --buffer helps");
+  } else if (cut[0] != '\0' && !o->quiet) {
+    fprintf(stderr, "%s: note: %s\n", PROG, cut);
   }
   if (not_attached > 0) {
     fprintf(stderr, "%s: warning: %llu thread%s could not be attached\n", PROG,
@@ -303,6 +337,7 @@ int record_run(const record_run_options_t* o, int* wstatus_out) {
   record_until_done(o, perf, pidfd, procs, target, &wstatus);
   const uint64_t not_attached = record_perf_attach_failures(perf);
   const bool kernel = record_perf_kernel(perf);
+  const size_t ring_cut = record_perf_ring_cut(perf);
   record_perf_close(perf);
   close(pidfd);
   bool written = write_profile(o, procs, not_attached, &out);
@@ -310,7 +345,7 @@ int record_run(const record_run_options_t* o, int* wstatus_out) {
   record_processes_totals(procs, &totals);
   record_processes_free(procs);
   fclose(spool);
-  if (written) print_summary(o, &totals, not_attached, kernel);
+  if (written) print_summary(o, &totals, not_attached, kernel, ring_cut);
   *wstatus_out = wstatus;
   if (o->program == NULL) return written ? 0 : 1;
   return RECORD_RUN_EXIT_LIKE_PROGRAM;
