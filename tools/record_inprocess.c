@@ -25,6 +25,10 @@
 #include "cli.h"
 // The shell's exec rules only (inline; also on macOS, whose build has no record engine).
 #include "launcher.h"
+#ifdef __linux__
+// The output checked as the library will write it, the losses read back (the record engine).
+#include "record_run.h"
+#endif
 
 #ifdef __APPLE__
 #define PRELOAD_VARIABLE "DYLD_INSERT_LIBRARIES"
@@ -64,7 +68,7 @@ static void usage_record(FILE* out) {
           "  -F, --frequency HZ   samples per second of a thread's CPU time (default 1000)\n"
           "  -b, --buffer MB      buffer per CPU in MiB (default 16); samples after it is full\n"
           "                       are lost, and the report says how many\n"
-          "  -q, --quiet          print no report, only write the profile\n"
+          "  -q, --quiet          print no top functions (losses are still reported)\n"
           "  -h, --help           this text\n"
           "\n"
           "The preload module is found in ZXSAMPLER_PRELOAD, else where the build or the\n"
@@ -143,9 +147,14 @@ static int parse_args(int argc, char** argv, inprocess_args_t* a) {
   return -1;
 }
 
-// The profile's absolute path (the program may change directory), any old profile there
-// removed. False after a message.
-static bool prepare_output(const char* output, char* absolute, size_t size) {
+// The profile's absolute path (the program may change directory), checked before the program
+// runs as the library will write it (beside it, renamed into place: an old profile stays until
+// a new one is whole). *before: what file was there (none: st_ino 0). False after a message.
+static bool prepare_output(const char* output, char* absolute, size_t size, struct stat* before) {
+  if (output[0] == '\0') {
+    fprintf(stderr, "%s: -o needs a file name\n", ZXSAMPLER_PROG);
+    return false;
+  }
   if (output[0] != '/') {
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof(cwd)) == NULL ||
@@ -156,19 +165,25 @@ static bool prepare_output(const char* output, char* absolute, size_t size) {
   } else {
     snprintf(absolute, size, "%s", output);
   }
-  if (unlink(absolute) != 0 && errno != ENOENT) {
-    fprintf(stderr, "%s: cannot replace %s: %s\n", ZXSAMPLER_PROG, output, strerror(errno));
-    return false;
-  }
+#ifdef __linux__
+  if (!record_output_check(ZXSAMPLER_PROG, output)) return false;
+#endif
+  if (stat(absolute, before) != 0) memset(before, 0, sizeof(*before));
   return true;
+}
+
+// Whether the program wrote a new profile: a regular file there that is not the one before
+// (the library renames a new file into place).
+static bool wrote_profile(const char* absolute, const struct stat* before) {
+  struct stat now;
+  return stat(absolute, &now) == 0 && S_ISREG(now.st_mode) &&
+         (now.st_ino != before->st_ino || now.st_dev != before->st_dev);
 }
 
 // The child: PROGRAM exec'd in place with the preload and its settings in the environment; the
 // shell's status when it cannot be run.
 static _Noreturn void exec_preloaded(char** program, const inprocess_args_t* a,
                                      const char* absolute, const char* preload) {
-  signal(SIGINT, SIG_DFL);
-  signal(SIGQUIT, SIG_DFL);
   char period[32], buffer[32];
   snprintf(period, sizeof(period), "%lld", 1000000000ll / a->hz);
   snprintf(buffer, sizeof(buffer), "%lld", a->mb << 20);
@@ -187,13 +202,70 @@ static _Noreturn void exec_preloaded(char** program, const inprocess_args_t* a,
   _exit(record_exec_status(e));
 }
 
-// Says whether the program wrote its profile (and prints its top functions unless quiet).
-static void report_profile(const char* program, const inprocess_args_t* a, const char* absolute) {
-  if (!is_file(absolute)) {
+// Signals sent to zxsampler by another process are passed on to the program, which decides
+// what they do (its library writes the profile on those that kill it); a terminal's signals
+// (Ctrl-C, Ctrl-\) reach both already and are not sent twice. zxsampler itself waits, and ends
+// as the program did.
+static volatile sig_atomic_t g_child;
+static const int kRelayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+static void relay_signal(int sig, siginfo_t* info, void* context) {
+  (void)context;
+  if (info->si_code != SI_USER && info->si_code != SI_QUEUE) return;
+  const int saved = errno;
+  if (g_child > 0) kill((pid_t)g_child, sig);
+  errno = saved;
+}
+
+// A signal we were started with ignored stays ignored (as a shell leaves it), for the program
+// too. The relayed signals are blocked into *blocked until the program's pid is known.
+static void relay_signals(sigset_t* blocked) {
+  struct sigaction sa = {.sa_sigaction = relay_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigemptyset(blocked);
+  for (size_t i = 0; i < sizeof(kRelayed) / sizeof(kRelayed[0]); i++) {
+    struct sigaction old;
+    if (sigaction(kRelayed[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    sigaction(kRelayed[i], &sa, NULL);
+    sigaddset(blocked, kRelayed[i]);
+  }
+  sigprocmask(SIG_BLOCK, blocked, NULL);
+}
+
+// In the child before its exec: the caught signals back at their default action, unblocked.
+static void unrelay_signals(const sigset_t* blocked) {
+  for (size_t i = 0; i < sizeof(kRelayed) / sizeof(kRelayed[0]); i++) {
+    if (sigismember(blocked, kRelayed[i])) signal(kRelayed[i], SIG_DFL);
+  }
+  sigprocmask(SIG_UNBLOCK, blocked, NULL);
+}
+
+// The top functions on stderr (never into the program's own output on stdout).
+static void print_top(const char* absolute) {
+  char error[256];
+  fflush(stdout);
+  const int saved = dup(STDOUT_FILENO);
+  if (saved < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    if (saved >= 0) close(saved);
+    return;
+  }
+  if (zxs_profile_convert(absolute, "-", ZXS_FORMAT_TOP, error, sizeof(error)) != ZX_OK) {
+    fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
+  }
+  fflush(stdout);
+  dup2(saved, STDOUT_FILENO);
+  close(saved);
+}
+
+// Says whether the program wrote its profile and what it lost (always, -q or not: on stderr),
+// and prints its top functions unless quiet.
+static void report_profile(const char* program, const inprocess_args_t* a, const char* absolute,
+                           const struct stat* before) {
+  if (!wrote_profile(absolute, before)) {
     fprintf(stderr,
-            "%s: %s wrote no profile: it ended with _exit() or SIGKILL, is statically linked, "
+            "%s: %s wrote no profile%s: it ended with _exit() or SIGKILL, is statically linked, "
             "or its loader refused the preload%s\n",
-            ZXSAMPLER_PROG, program,
+            ZXSAMPLER_PROG, program, before->st_ino != 0 ? " (the old one is left as it was)" : "",
 #ifdef __APPLE__
             " (System Integrity Protection strips " PRELOAD_VARIABLE " from protected binaries)"
 #else
@@ -204,12 +276,17 @@ static void report_profile(const char* program, const inprocess_args_t* a, const
     return;
   }
   fprintf(stderr, "%s: profile written to %s\n", ZXSAMPLER_PROG, a->output);
-  if (!a->quiet) {
-    char error[256];
-    if (zxs_profile_convert(absolute, "-", ZXS_FORMAT_TOP, error, sizeof(error)) != ZX_OK) {
-      fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
-    }
+#ifdef __linux__
+  uint64_t samples = 0, lost = 0;
+  if (record_profile_losses(absolute, &samples, &lost) && lost > 0) {
+    fprintf(stderr,
+            "%s: warning: %llu samples lost (%.2f%%): a CPU's buffer filled before the "
+            "profile was written; a larger --buffer helps\n",
+            ZXSAMPLER_PROG, (unsigned long long)lost,
+            100.0 * (double)lost / (double)(lost + samples));
   }
+#endif
+  if (!a->quiet) print_top(absolute);
 }
 
 int zxsampler_record_inprocess_main(int argc, char** argv) {
@@ -225,24 +302,29 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
     return 1;
   }
   char absolute[PATH_MAX];
-  if (!prepare_output(a.output, absolute, sizeof(absolute))) return 1;
-  // The terminal's Ctrl-C reaches the program, whose library writes the profile and dies of it;
-  // this process only waits.
-  signal(SIGINT, SIG_IGN);
-  signal(SIGQUIT, SIG_IGN);
+  struct stat before;
+  if (!prepare_output(a.output, absolute, sizeof(absolute), &before)) return 1;
+  sigset_t relayed;
+  relay_signals(&relayed);
   const pid_t child = fork();
   if (child < 0) {
+    sigprocmask(SIG_UNBLOCK, &relayed, NULL);
     fprintf(stderr, "%s: fork: %s\n", ZXSAMPLER_PROG, strerror(errno));
     return 1;
   }
-  if (child == 0) exec_preloaded(argv + optind, &a, absolute, preload);
+  if (child == 0) {
+    unrelay_signals(&relayed);
+    exec_preloaded(argv + optind, &a, absolute, preload);
+  }
+  g_child = child;
+  sigprocmask(SIG_UNBLOCK, &relayed, NULL);  // what came meanwhile is passed on now
   int wstatus = 0;
   while (waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= 126 && !is_file(absolute)) {
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= 126 && !wrote_profile(absolute, &before)) {
     return WEXITSTATUS(wstatus);  // it did not run; exec said why
   }
-  report_profile(argv[optind], &a, absolute);
+  report_profile(argv[optind], &a, absolute, &before);
   fflush(NULL);
   return cli_exit_like(wstatus);
 }

@@ -7,6 +7,7 @@
 //   zxsampler perfmon COMMAND [options] [-- PROGRAM [ARGS...]]   (zxsampler_perfmon.c)
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,19 @@ static int report(int argc, char** argv) {
   }
   if (format == ZXS_FORMAT_PPROF && strcmp(output, "-") == 0 && isatty(STDOUT_FILENO)) {
     return cli_fail_usage(usage_report, "%s", "pprof is binary: give --output FILE");
+  }
+  // A FIFO or a character device (a reader, /dev/null) is written into as a stream, never
+  // replaced; a file is written beside itself and renamed into place (the library's rule).
+  struct stat st;
+  if (strcmp(output, "-") != 0 && stat(output, &st) == 0 &&
+      (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+    const int fd = open(output, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) {
+      fprintf(stderr, "%s: cannot write %s: %s\n", ZXSAMPLER_PROG, output, strerror(errno));
+      return 1;
+    }
+    close(fd);
+    output = "-";
   }
   char error[256];
   zx_status_t status =

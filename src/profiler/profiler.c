@@ -5,12 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <zxsampler/fxt.h>
 #include <zxsampler/object.h>
 #include <zxsampler/profiler.h>
 #include <zxsampler/sampler.h>
 
 #include "export.h"
 #include "trace_file.h"
+#include "trace_output.h"
 
 #define DEFAULT_PERIOD 1000000           // 1 ms
 #define DEFAULT_BUFFER_SIZE (16u << 20)  // per CPU
@@ -145,12 +148,16 @@ zx_status_t zxs_profiler_stop(const char* path, zxs_profile_format_t format) {
   }
   zxs_handle_close(iob);
   if (status == ZX_OK) {
-    FILE* out = fopen(path, "wb");
-    if (out == NULL) {
-      status = ZX_ERR_IO;
-    } else {
-      status = convert_buffer(trace, size, out, format, NULL, NULL, 0);
-      if (fclose(out) != 0 && status == ZX_OK) status = ZX_ERR_IO;
+    // Beside the target, renamed into place (a device, FIFO or directory is refused).
+    zxs_trace_output_t out;
+    status = zxs_trace_output_open(path, &out, NULL, 0);
+    if (status == ZX_OK) {
+      status = convert_buffer(trace, size, out.file, format, NULL, NULL, 0);
+      if (status == ZX_OK) {
+        status = zxs_trace_output_commit(&out, NULL, 0);
+      } else {
+        zxs_trace_output_abandon(&out);
+      }
     }
   }
   free(trace);
@@ -161,7 +168,9 @@ static void set_error(char* error, size_t size, const char* what, const char* pa
   if (error != NULL && size > 0) snprintf(error, size, "%s %s: %s", what, path, strerror(errno));
 }
 
-// Reads a whole file into memory.
+// Reads a trace file into memory: a regular file (its size known: one allocation) or a pipe;
+// anything else (a device such as /dev/zero, a directory) is refused, and so is what does not
+// start with the FXT magic, before more than its first record is read.
 static zx_status_t read_file(const char* path, void** data, size_t* size, char* error,
                              size_t error_size) {
   FILE* in = fopen(path, "rb");
@@ -169,18 +178,47 @@ static zx_status_t read_file(const char* path, void** data, size_t* size, char* 
     set_error(error, error_size, "cannot open", path);
     return ZX_ERR_IO;
   }
-  char* buf = NULL;
-  size_t len = 0, cap = 0;
-  zx_status_t status = ZX_OK;
-  for (;;) {
+  struct stat st;
+  if (fstat(fileno(in), &st) != 0) {
+    set_error(error, error_size, "cannot read", path);
+    fclose(in);
+    return ZX_ERR_IO;
+  }
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+    if (error != NULL && error_size > 0) {
+      snprintf(error, error_size, "%s: %s", path,
+               S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file or a pipe");
+    }
+    fclose(in);
+    return ZX_ERR_WRONG_TYPE;
+  }
+  uint64_t magic = 0;
+  const size_t head = fread(&magic, 1, sizeof(magic), in);
+  if (head != sizeof(magic) || magic != ZXS_FXT_MAGIC) {
+    const bool failed = ferror(in) != 0;
+    if (failed) {
+      set_error(error, error_size, "cannot read", path);
+    } else if (error != NULL && error_size > 0) {
+      snprintf(error, error_size, "%s: not a trace file (no FXT magic at its start)", path);
+    }
+    fclose(in);
+    return failed ? ZX_ERR_IO : ZX_ERR_IO_DATA_INTEGRITY;
+  }
+  size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 1u << 16;
+  if (cap < sizeof(magic)) cap = sizeof(magic);
+  char* buf = malloc(cap);
+  size_t len = sizeof(magic);
+  zx_status_t status = buf != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
+  if (buf != NULL) memcpy(buf, &magic, sizeof(magic));
+  while (status == ZX_OK) {
     if (len == cap) {
-      cap = cap == 0 ? 1u << 16 : cap * 2;
-      char* grown = realloc(buf, cap);
+      char* grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
       if (grown == NULL) {
         status = ZX_ERR_NO_MEMORY;
         break;
       }
       buf = grown;
+      cap *= 2;
     }
     size_t n = fread(buf + len, 1, cap - len, in);
     len += n;
@@ -193,6 +231,9 @@ static zx_status_t read_file(const char* path, void** data, size_t* size, char* 
     }
   }
   fclose(in);
+  if (status == ZX_ERR_NO_MEMORY && error != NULL && error_size > 0) {
+    snprintf(error, error_size, "%s: out of memory reading it (%zu bytes read)", path, len);
+  }
   if (status != ZX_OK) {
     free(buf);
     return status;
@@ -217,17 +258,24 @@ zx_status_t zxs_profile_convert_selected(const char* in_path, const char* out_pa
   size_t size;
   zx_status_t status = read_file(in_path, &trace, &size, error, error_size);
   if (status != ZX_OK) return status;
-  bool to_stdout = strcmp(out_path, "-") == 0;
-  FILE* out = to_stdout ? stdout : fopen(out_path, "wb");
-  if (out == NULL) {
-    set_error(error, error_size, "cannot create", out_path);
-    free(trace);
-    return ZX_ERR_IO;
-  }
-  status = convert_buffer(trace, size, out, format, selection, error, error_size);
-  if ((to_stdout ? fflush(out) : fclose(out)) != 0 && status == ZX_OK) {
-    set_error(error, error_size, "cannot write", out_path);
-    status = ZX_ERR_IO;
+  if (strcmp(out_path, "-") == 0) {
+    status = convert_buffer(trace, size, stdout, format, selection, error, error_size);
+    if (fflush(stdout) != 0 && status == ZX_OK) {
+      set_error(error, error_size, "cannot write", out_path);
+      status = ZX_ERR_IO;
+    }
+  } else {
+    // Beside the target, renamed into place: an old file stays until the new one is whole.
+    zxs_trace_output_t out;
+    status = zxs_trace_output_open(out_path, &out, error, error_size);
+    if (status == ZX_OK) {
+      status = convert_buffer(trace, size, out.file, format, selection, error, error_size);
+      if (status == ZX_OK) {
+        status = zxs_trace_output_commit(&out, error, error_size);
+      } else {
+        zxs_trace_output_abandon(&out);
+      }
+    }
   }
   if (status != ZX_OK && error != NULL && error_size > 0 && error[0] == '\0') {
     snprintf(error, error_size, "%s: %s", in_path, zxs_status_string(status));

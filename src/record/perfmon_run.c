@@ -20,6 +20,7 @@
 #include "record_perf.h"
 #include "record_processes.h"
 #include "ticks.h"
+#include "trace_output.h"
 
 #define STAT_BUFFER_PAGES 4u  // final records only: a TIME and 32 COUNTs fit in one page
 // The side band's ring per CPU: exec, mappings and threads of one program tree.
@@ -498,23 +499,26 @@ static uint64_t record_plan(const perfmon_events_t* events, bool* kernel) {
   return period;
 }
 
-// Writes the trace (then converts it, if asked) to the output. False after a message.
+// Writes the trace into the output's temporary file (made before the program ran) and renames
+// it into place, or converts it from there (zxs_profile_convert writes the same way). False
+// after a message.
 static bool write_profile(const perfmon_record_options_t* o, record_processes_t* procs,
-                          uint64_t period_ns) {
-  char trace[4096];
-  snprintf(trace, sizeof(trace), o->format == ZXS_FORMAT_FXT ? "%s" : "%s.fxt.tmp", o->output);
-  FILE* f = fopen(trace, "we");
-  zx_status_t status = f != NULL ? record_processes_write(procs, period_ns, 0, f) : ZX_ERR_IO;
-  if (f != NULL && fclose(f) != 0) status = ZX_ERR_IO;
+                          uint64_t period_ns, zxs_trace_output_t* out) {
+  char error[512];
+  zx_status_t status = record_processes_write(procs, period_ns, 0, out->file);
+  if (status == ZX_OK && fflush(out->file) != 0) status = ZX_ERR_IO;
   if (status != ZX_OK) {
-    fprintf(stderr, "%s: cannot write %s: %s\n", o->prog, trace,
+    fprintf(stderr, "%s: cannot write the profile to %s: %s\n", o->prog, o->output,
             status == ZX_ERR_IO ? strerror(errno) : zxs_status_string(status));
+    zxs_trace_output_abandon(out);
     return false;
   }
-  if (o->format == ZXS_FORMAT_FXT) return true;
-  char error[256];
-  status = zxs_profile_convert(trace, o->output, o->format, error, sizeof(error));
-  unlink(trace);
+  if (o->format == ZXS_FORMAT_FXT) {
+    status = zxs_trace_output_commit(out, error, sizeof(error));
+  } else {
+    status = zxs_profile_convert(out->temp, o->output, o->format, error, sizeof(error));
+    zxs_trace_output_abandon(out);
+  }
   if (status != ZX_OK) fprintf(stderr, "%s: %s\n", o->prog, error);
   return status == ZX_OK;
 }
@@ -545,7 +549,8 @@ static void print_record_summary(const perfmon_record_options_t* o, const record
 }
 
 // Samples over the run and writes the profile: the exit status.
-static int record_session(const session_t* s, const perfmon_record_options_t* o, FILE* spool) {
+static int record_session(const session_t* s, const perfmon_record_options_t* o, FILE* spool,
+                          zxs_trace_output_t* out) {
   bool kernel;
   const uint64_t period = record_plan(o->events, &kernel);
   side_band_t sb = {.pidfd = -1};
@@ -565,7 +570,7 @@ static int record_session(const session_t* s, const perfmon_record_options_t* o,
   if (code < 0) {
     code = exec_errno != 0 ? record_exec_status(exec_errno) : 1;
   } else if (!read_buffers(s, o->prog, feed_pc, sb.procs, &full) ||
-             !write_profile(o, sb.procs, period)) {
+             !write_profile(o, sb.procs, period, out)) {
     code = 1;
   } else {
     print_record_summary(o, sb.procs, full);
@@ -575,17 +580,26 @@ static int record_session(const session_t* s, const perfmon_record_options_t* o,
 }
 
 int perfmon_record_run(const perfmon_record_options_t* o) {
+  // The output first: a profile that cannot be written is said before the program runs.
+  zxs_trace_output_t out;
+  char error[512];
+  if (zxs_trace_output_open(o->output, &out, error, sizeof(error)) != ZX_OK) {
+    fprintf(stderr, "%s: %s\n", o->prog, error);
+    return 1;
+  }
   FILE* spool = tmpfile();
   if (spool == NULL) {
     fprintf(stderr, "%s: cannot make a temporary file: %s\n", o->prog, strerror(errno));
+    zxs_trace_output_abandon(&out);
     return 1;
   }
   session_t s;
   int code = 1;
   if (session_begin(&s, o->prog, o->events, o->buffer_pages)) {
-    code = record_session(&s, o, spool);
+    code = record_session(&s, o, spool, &out);
     session_end(&s);
   }
+  zxs_trace_output_abandon(&out);  // nothing when written (committed)
   fclose(spool);
   return code;
 }

@@ -58,6 +58,7 @@ struct record_perf {
   uint64_t sample_type;
   bool kernel;
   uint64_t attach_failures;
+  size_t ring_cut;  // the smallest sampling ring the locked-memory limit allowed, if it cut any
   size_t page;
   uint64_t scratch[65536 / 8];  // one record, copied out of a ring
 };
@@ -136,6 +137,26 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
     size /= 2;
   }
   if (base == MAP_FAILED) return -errno;
+  if (size < ring_bytes && attr->watermark) {
+    // Cut to what locked memory allows. The wake-up threshold was fixed when the event was
+    // opened, for the ring asked for: it must follow the ring granted, or the reader is woken
+    // only once the ring is full (and what comes next is lost). The event is opened again.
+    munmap(base, p->page + size);
+    p->fd_count--;
+    close(fd);
+    struct perf_event_attr cut = *attr;
+    cut.wakeup_watermark = (uint32_t)(size / 4);
+    fd = zxs_linux_perf_event_open(&cut, tid, cpu);
+    if (fd < 0) return -errno;
+    if (!add_fd(p, fd)) {
+      close(fd);
+      return -ENOMEM;
+    }
+    *out_fd = fd;
+    base = mmap(NULL, p->page + size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) return -errno;
+    if (rings == p->rings && (p->ring_cut == 0 || size < p->ring_cut)) p->ring_cut = size;
+  }
   r->fd = fd;
   r->base = base;
   r->data_size = size;
@@ -428,6 +449,8 @@ bool record_perf_kernel(const record_perf_t* p) { return p->kernel; }
 uint64_t record_perf_sample_type(const record_perf_t* p) { return p->sample_type; }
 
 uint64_t record_perf_attach_failures(const record_perf_t* p) { return p->attach_failures; }
+
+size_t record_perf_ring_cut(const record_perf_t* p) { return p->ring_cut; }
 
 typedef struct drain {
   record_perf_fn fn;

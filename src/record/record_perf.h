@@ -83,6 +83,11 @@ void record_perf_read_counts(const record_perf_t* perf, record_perf_count_fn fn,
 // Threads of an attached process that could not be given events (they exited first, or refused).
 uint64_t record_perf_attach_failures(const record_perf_t* perf);
 
+// The bytes of the smallest sampling ring when the locked-memory limit (perf_event_mlock_kb,
+// then RLIMIT_MEMLOCK; unprivileged users) cut any below `ring_bytes`; else 0. A cut ring wakes
+// its reader at a quarter of the size it got.
+size_t record_perf_ring_cut(const record_perf_t* perf);
+
 // Closes every event and unmaps the rings. NULL is fine.
 void record_perf_close(record_perf_t* perf);
 

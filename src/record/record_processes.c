@@ -736,7 +736,7 @@ static int compare_entries(const void* a, const void* b) {
 }
 
 void record_processes_flush(record_processes_t* s) {
-  qsort(s->entries, s->entry_count, sizeof(*s->entries), compare_entries);
+  if (s->entry_count > 1) qsort(s->entries, s->entry_count, sizeof(*s->entries), compare_entries);
   for (size_t i = 0; i < s->entry_count; i++) {
     const struct perf_event_header* h =
         (const struct perf_event_header*)(s->batch + s->entries[i].offset);
@@ -1041,7 +1041,7 @@ static zx_status_t write_kernel_symbols(zxs_fxt_buf_t* buf, record_processes_t* 
   for (size_t i = 0; i < s->kernel_pc_size; i++) {
     if (s->kernel_pcs[i] != 0) pcs[n++] = s->kernel_pcs[i];
   }
-  qsort(pcs, n, sizeof(*pcs), compare_u64);
+  if (n > 1) qsort(pcs, n, sizeof(*pcs), compare_u64);
   // Text symbols, sorted by address.
   typedef struct {
     uint64_t addr;

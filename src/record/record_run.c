@@ -19,8 +19,11 @@
 
 #include "cfi_unwind.h"
 #include "launcher.h"
+#include "profile.h"
 #include "record_perf.h"
 #include "record_processes.h"
+#include "trace_file.h"
+#include "trace_output.h"
 
 #define PROG "zxsampler"
 #define POLL_MS 100
@@ -29,79 +32,80 @@ bool record_run_cfi_available(void) { return zxs_cfi_available(); }
 
 // --- Files ------------------------------------------------------------------------------------
 
-// Checks, before anything runs, that the profile can be written: the output is not a directory
-// and its directory takes a new file (the profile is written there and renamed into place).
-static bool check_output(const char* output, char* dir, size_t dir_size) {
-  struct stat st;
-  if (stat(output, &st) == 0 && S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "%s: cannot write the profile to %s: it is a directory\n", PROG, output);
-    return false;
-  }
-  char copy[PATH_MAX];
-  snprintf(copy, sizeof(copy), "%s", output);
-  snprintf(dir, dir_size, "%s", dirname(copy));
-  if (access(dir, W_OK | X_OK) != 0 || (access(output, F_OK) == 0 && access(output, W_OK) != 0)) {
-    fprintf(stderr, "%s: cannot write the profile to %s: %s\n", PROG, output, strerror(errno));
-    return false;
-  }
+// The output, checked before anything runs (trace_output.h: a temporary file made beside it,
+// which the profile is written into and renamed from). False after a message.
+static bool open_output(const char* prog, const char* path, zxs_trace_output_t* out) {
+  char error[512];
+  if (zxs_trace_output_open(path, out, error, sizeof(error)) == ZX_OK) return true;
+  fprintf(stderr, "%s: %s\n", prog, error);
+  return false;
+}
+
+bool record_output_check(const char* prog, const char* path) {
+  zxs_trace_output_t out;
+  if (!open_output(prog, path, &out)) return false;
+  zxs_trace_output_abandon(&out);
   return true;
 }
 
-// An unnamed file in `dir` for the samples as they come (bounded memory, any run length).
-static FILE* open_spool(const char* dir) {
-  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+bool record_profile_losses(const char* path, uint64_t* samples, uint64_t* lost) {
+  FILE* in = fopen(path, "rbe");
+  if (in == NULL) return false;
+  char* data = NULL;
+  size_t size = 0;
+  FILE* mem = open_memstream(&data, &size);
+  bool ok = mem != NULL;
+  char chunk[1 << 16];
+  for (size_t n; ok && (n = fread(chunk, 1, sizeof(chunk), in)) > 0;) {
+    ok = fwrite(chunk, 1, n, mem) == n;
+  }
+  ok = ok && !ferror(in);
+  fclose(in);
+  if (mem != NULL && fclose(mem) != 0) ok = false;
+  zxs_profile_t profile;
+  ok = ok && zxs_profile_from_trace(data, size, &profile, NULL, 0) == ZX_OK;
+  free(data);
+  if (!ok) return false;
+  *samples = profile.sample_count;
+  *lost = profile.samples_lost;
+  zxs_profile_free(&profile);
+  return true;
+}
+
+// An unnamed file beside the output for the samples as they come (bounded memory, any run
+// length).
+static FILE* open_spool(const zxs_trace_output_t* out) {
+  char copy[ZXS_TRACE_OUTPUT_PATH_MAX];
+  snprintf(copy, sizeof(copy), "%s", out->target);
+  int fd = open(dirname(copy), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   FILE* f = fd >= 0 ? fdopen(fd, "w+") : NULL;
   if (f == NULL && fd >= 0) close(fd);
   return f;
 }
 
-// mkstemp makes files 0600; a profile gets the mode any new file would.
-static void set_default_mode(const char* path) {
-  mode_t mask = umask(0);
-  umask(mask);
-  chmod(path, 0666 & ~mask);
-}
-
-// Writes the trace next to the output, converts it if asked, and renames it into place.
+// Writes the trace into the output's temporary file and renames it into place; another format
+// is converted from it (zxs_profile_convert writes the same way). The old output stays until
+// then.
 static bool write_profile(const record_run_options_t* o, record_processes_t* procs,
-                          uint64_t not_attached) {
-  char tmp[PATH_MAX];
-  snprintf(tmp, sizeof(tmp), "%s.XXXXXX", o->output);
-  int fd = mkstemp(tmp);
-  FILE* out = fd >= 0 ? fdopen(fd, "w") : NULL;
-  if (out == NULL) {
-    fprintf(stderr, "%s: cannot write %s: %s\n", PROG, tmp, strerror(errno));
-    if (fd >= 0) close(fd);
-    return false;
-  }
-  zx_status_t status = record_processes_write(procs, o->period_ns, not_attached, out);
-  if (fclose(out) != 0 && status == ZX_OK) status = ZX_ERR_IO;
-  if (status == ZX_OK && o->format != ZXS_FORMAT_FXT) {
-    char converted[PATH_MAX];
-    char error[256];
-    snprintf(converted, sizeof(converted), "%s.XXXXXX", o->output);
-    int cfd = mkstemp(converted);
-    if (cfd >= 0) close(cfd);
-    status =
-        cfd >= 0 ? zxs_profile_convert(tmp, converted, o->format, error, sizeof(error)) : ZX_ERR_IO;
-    if (status != ZX_OK) {
-      fprintf(stderr, "%s: %s\n", PROG, cfd >= 0 ? error : strerror(errno));
-      if (cfd >= 0) unlink(converted);
-    } else {
-      unlink(tmp);
-      snprintf(tmp, sizeof(tmp), "%s", converted);
-    }
-  }
-  if (status == ZX_OK) set_default_mode(tmp);
-  if (status == ZX_OK && rename(tmp, o->output) != 0) status = ZX_ERR_IO;
+                          uint64_t not_attached, zxs_trace_output_t* out) {
+  char error[512];
+  zx_status_t status = record_processes_write(procs, o->period_ns, not_attached, out->file);
+  if (status == ZX_OK && fflush(out->file) != 0) status = ZX_ERR_IO;
   if (status != ZX_OK) {
     fprintf(stderr, "%s: cannot write the profile to %s: %s\n", PROG, o->output,
-            zxs_status_string(status));
-    unlink(tmp);
+            status == ZX_ERR_IO ? strerror(errno) : zxs_status_string(status));
+    zxs_trace_output_abandon(out);
     return false;
   }
-  return true;
+  if (o->format == ZXS_FORMAT_FXT) {
+    status = zxs_trace_output_commit(out, error, sizeof(error));
+  } else {
+    status = zxs_profile_convert(out->temp, o->output, o->format, error, sizeof(error));
+    zxs_trace_output_abandon(out);
+  }
+  if (status != ZX_OK) fprintf(stderr, "%s: %s\n", PROG, error);
+  return status == ZX_OK;
 }
 
 // --- The program ------------------------------------------------------------------------------
@@ -143,8 +147,39 @@ static uint64_t now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+// A number from /proc/sys, or -1.
+static long long read_sysctl(const char* path) {
+  FILE* f = fopen(path, "re");
+  long long v = -1;
+  if (f != NULL && fscanf(f, "%lld", &v) != 1) v = -1;
+  if (f != NULL) fclose(f);
+  return v;
+}
+
+// What cut the rings: the locked-memory limits, in words ("" when nothing was cut).
+static void describe_cut(size_t ring_cut, const record_run_options_t* o, char* text, size_t size) {
+  text[0] = '\0';
+  if (ring_cut == 0) return;
+  struct rlimit memlock = {0, 0};
+  getrlimit(RLIMIT_MEMLOCK, &memlock);
+  char limit[32];
+  if (memlock.rlim_cur == RLIM_INFINITY) {
+    snprintf(limit, sizeof(limit), "%s", "unlimited");
+  } else {
+    snprintf(limit, sizeof(limit), "%llu KiB", (unsigned long long)memlock.rlim_cur / 1024);
+  }
+  snprintf(text, size,
+           "the rings were cut to %zu KiB a CPU (of the %zu KiB asked for) by the locked-memory "
+           "limit of unprivileged users: kernel.perf_event_mlock_kb = %lld, then RLIMIT_MEMLOCK "
+           "= %s (ulimit -l); raise one, or record as root or with CAP_IPC_LOCK",
+           ring_cut / 1024, o->ring_bytes / 1024,
+           read_sysctl("/proc/sys/kernel/perf_event_mlock_kb"), limit);
+}
+
 static void print_summary(const record_run_options_t* o, const record_totals_t* t,
-                          uint64_t not_attached, bool kernel) {
+                          uint64_t not_attached, bool kernel, size_t ring_cut) {
+  char cut[512];
+  describe_cut(ring_cut, o, cut, sizeof(cut));
   if (!o->quiet) {
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
@@ -162,9 +197,12 @@ static void print_summary(const record_run_options_t* o, const record_totals_t* 
   if (t->lost > 0) {
     fprintf(stderr,
             "%s: warning: %llu samples lost (%.2f%%): the rings filled faster than they were "
-            "read; a larger --buffer helps\n",
+            "read; %s\n",
             PROG, (unsigned long long)t->lost,
-            100.0 * (double)t->lost / (double)(t->lost + t->samples));
+            100.0 * (double)t->lost / (double)(t->lost + t->samples),
+            cut[0] != '\0' ? cut : "a larger --buffer helps");
+  } else if (cut[0] != '\0' && !o->quiet) {
+    fprintf(stderr, "%s: note: %s\n", PROG, cut);
   }
   if (not_attached > 0) {
     fprintf(stderr, "%s: warning: %llu thread%s could not be attached\n", PROG,
@@ -241,11 +279,12 @@ static void record_until_done(const record_run_options_t* o, record_perf_t* perf
 }
 
 int record_run(const record_run_options_t* o, int* wstatus_out) {
-  char dir[PATH_MAX];
-  if (!check_output(o->output, dir, sizeof(dir))) return 1;
-  FILE* spool = open_spool(dir);
+  zxs_trace_output_t out;
+  if (!open_output(PROG, o->output, &out)) return 1;
+  FILE* spool = open_spool(&out);
   if (spool == NULL) {
     fprintf(stderr, "%s: cannot make a temporary file: %s\n", PROG, strerror(errno));
+    zxs_trace_output_abandon(&out);
     return 1;
   }
 
@@ -255,6 +294,7 @@ int record_run(const record_run_options_t* o, int* wstatus_out) {
     if (!record_launch_start(o->program, &launch)) {
       fprintf(stderr, "%s: cannot start %s: %s\n", PROG, o->program[0], strerror(errno));
       fclose(spool);
+      zxs_trace_output_abandon(&out);
       return 1;
     }
     target = launch.pid;
@@ -263,6 +303,7 @@ int record_run(const record_run_options_t* o, int* wstatus_out) {
   record_perf_t* perf = open_perf(o, &launch, target, &pidfd);
   if (perf == NULL) {
     fclose(spool);
+    zxs_trace_output_abandon(&out);
     return 1;
   }
   record_processes_t* procs = record_processes_new(spool, record_perf_sample_type(perf), target,
@@ -272,6 +313,7 @@ int record_run(const record_run_options_t* o, int* wstatus_out) {
     record_perf_close(perf);
     close(pidfd);
     fclose(spool);
+    zxs_trace_output_abandon(&out);
     return 1;
   }
   if (o->runtime) {
@@ -289,19 +331,21 @@ int record_run(const record_run_options_t* o, int* wstatus_out) {
     record_perf_close(perf);
     record_processes_free(procs);
     fclose(spool);
+    zxs_trace_output_abandon(&out);
     return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 127;
   }
   record_until_done(o, perf, pidfd, procs, target, &wstatus);
   const uint64_t not_attached = record_perf_attach_failures(perf);
   const bool kernel = record_perf_kernel(perf);
+  const size_t ring_cut = record_perf_ring_cut(perf);
   record_perf_close(perf);
   close(pidfd);
-  bool written = write_profile(o, procs, not_attached);
+  bool written = write_profile(o, procs, not_attached, &out);
   record_totals_t totals;
   record_processes_totals(procs, &totals);
   record_processes_free(procs);
   fclose(spool);
-  if (written) print_summary(o, &totals, not_attached, kernel);
+  if (written) print_summary(o, &totals, not_attached, kernel, ring_cut);
   *wstatus_out = wstatus;
   if (o->program == NULL) return written ? 0 : 1;
   return RECORD_RUN_EXIT_LIKE_PROGRAM;

@@ -1,7 +1,9 @@
 // A program for test_record_inprocess.sh: two threads spend CPU in named functions, then the
 // program ends as its first argument says: "return" (status 7), "_exit" (status 3, which
 // runs no atexit handler, so a preloaded profiler writes nothing) or "fork" (a child that
-// returns from main first, running the atexit handlers it inherited; then status 7).
+// returns from main first, running the atexit handlers it inherited; then status 7), or "wait
+// FILE" (creates FILE, then waits for a signal to end it).
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -46,6 +48,12 @@ int main(int argc, char** argv) {
   inprocess_main_work();
   pthread_join(thread, NULL);
   if (argc > 1 && strcmp(argv[1], "_exit") == 0) _exit(3);
+  if (argc > 2 && strcmp(argv[1], "wait") == 0) {
+    const int fd = open(argv[2], O_WRONLY | O_CREAT, 0644);
+    if (fd < 0) return 1;
+    close(fd);
+    for (;;) pause();
+  }
   if (argc > 1 && strcmp(argv[1], "fork") == 0) {
     const pid_t child = fork();
     if (child == 0) return 0;

@@ -207,4 +207,18 @@ check "record -f top (user mode only) names the hot function" grep -q perfmon_ho
 check "... and no kernel address" sh -c "! grep -q '0xffff' '$T/spin.top'"
 check "... and says it sampled user code only" grep -q "^Sampled: user code only" "$T/spin.top"
 
+
+# --- record's output ----------------------------------------------------------------------------
+
+# An output that cannot be written is refused before the program runs; a FIFO is never replaced.
+rm -f "$T/ran"
+pm record -o "$T/no-such-dir/p.fxt" -- sh -c "touch '$T/ran'" >/dev/null 2>"$T/err"
+status=$?
+check "record -o in a missing folder: exit 1 (got $status)" [ "$status" -eq 1 ]
+check "... before the program ran" [ ! -e "$T/ran" ]
+mkfifo "$T/pm.fifo"
+pm record -o "$T/pm.fifo" -- sh -c "touch '$T/ran'" >/dev/null 2>"$T/err"
+check "record -o FIFO: refused before the program ran, still a FIFO" \
+  sh -c "test ! -e '$T/ran' && test -p '$T/pm.fifo'"
+
 finish

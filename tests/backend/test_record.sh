@@ -221,4 +221,59 @@ for target in program recorder; do
   rm -f "$T/term.fxt"
 done
 
+
+# --- outputs --------------------------------------------------------------------------------
+
+# Never a device, FIFO or directory; an empty name refused; all before the program runs; a
+# symlink's target file replaced, the link kept; an old profile kept when none is written.
+mkfifo "$T/fifo"
+"$ZXS" record -o "$T/fifo" -- sh -c "touch '$T/ran'" >/dev/null 2>"$T/out.err"
+check "-o FIFO: refused (got $?)" [ ! -e "$T/ran" ]
+check "-o FIFO: still a FIFO, and said" sh -c "test -p '$T/fifo' && grep -q FIFO '$T/out.err'"
+"$ZXS" record -o '' -- sh -c "touch '$T/ran'" >/dev/null 2>&1
+check "-o '': refused before the program runs" [ ! -e "$T/ran" ]
+"$ZXS" record -o "$T/no-such-dir/p.fxt" -- sh -c "touch '$T/ran'" >/dev/null 2>&1
+check "-o in a missing folder: refused before the program runs" [ ! -e "$T/ran" ]
+ln -s /dev/null "$T/null-link"
+"$ZXS" record -o "$T/null-link" -- true >/dev/null 2>"$T/out.err"
+check "-o a link to a device: refused, the link kept" sh -c "test -L '$T/null-link' && test -c /dev/null"
+echo old >"$T/real.fxt" && ln -s real.fxt "$T/link.fxt"
+"$ZXS" record -q -o "$T/link.fxt" -- "$WORKLOAD" 1 >/dev/null 2>&1
+check "-o a link to a file: the file gets the profile, the link stays" \
+  sh -c "test -L '$T/link.fxt' && '$ZXS' report '$T/real.fxt' >/dev/null 2>&1"
+echo old >"$T/old.fxt"
+"$ZXS" record -o "$T/old.fxt" -- "$T/no-such-program" >/dev/null 2>&1
+check "a program that cannot start: the old profile is kept" grep -qx old "$T/old.fxt"
+"$ZXS" report /dev/zero >/dev/null 2>"$T/out.err"
+check "report /dev/zero: refused with a reason" sh -c "grep -q 'not a regular file' '$T/out.err'"
+
+# --- programs that cannot run: the shell's statuses -------------------------------------------
+
+printf 'echo hi\n' >"$T/noexec" && chmod 644 "$T/noexec" && mkdir -p "$T/adir"
+for prog in "$T/noexec" "$T/adir" "$T/missing"; do
+  bash -c "$prog" >/dev/null 2>&1
+  expected=$?
+  "$ZXS" record -o "$T/x.fxt" -- "$prog" >/dev/null 2>&1
+  got=$?
+  check "record $(basename "$prog"): the shell's status ($expected, got $got)" [ "$got" -eq "$expected" ]
+done
+
+# --- unprivileged defaults ------------------------------------------------------------------
+
+# Where the locked-memory limit cuts the rings, the reader is woken for the rings it got, and what
+# is said names that limit (never "a larger --buffer").
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  mkdir -p "$T/nobody" && chmod 777 "$T" "$T/nobody"
+  cp "$ZXS" "$T/nobody/zxsampler" && cp "$WORKLOAD" "$T/nobody/workload"
+  chmod 755 "$T/nobody/zxsampler" "$T/nobody/workload"
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$T/nobody/zxsampler" record \
+    -o "$T/nobody/n.fxt" -- "$T/nobody/workload" 1 >/dev/null 2>"$T/nobody.err"
+  check "unprivileged: records ($(tr '\n' ' ' <"$T/nobody.err"))" [ -s "$T/nobody/n.fxt" ]
+  if grep -q "rings were cut" "$T/nobody.err"; then
+    check "unprivileged: the cut names the limit" grep -q perf_event_mlock_kb "$T/nobody.err"
+    check "unprivileged: no advice of a larger --buffer" \
+      sh -c "! grep -q 'larger --buffer' '$T/nobody.err'"
+  fi
+fi
+
 finish
