@@ -9,10 +9,10 @@
 #     names both items and, for two modes, says an event is counted once per run, in one mode;
 #   - as nobody (setpriv, when run as root with perf_event_paranoid > 0): exit 1 and a message
 #     naming perf_event_paranoid;
-#   - stat: a workload touching N fresh pages; the page faults counted on every CPU agree with
-#     `perf stat -a -e page-faults` around the same run within 5% (less what perf counted
-#     outside our run: the tool's own start and exit, measured on an empty run), and are at
-#     least N (other processes fault too, so the CPU-wide count has no upper bound); -x output
+#   - stat: a workload touching N fresh pages; the page faults counted on every CPU are at
+#     least N and at most what `perf stat -a -e page-faults` counted around the same run (its
+#     window holds ours; how close they are depends on what else faults: printed, not
+#     asserted; other processes fault too, so the count has no upper bound of its own); -x output
 #     per CPU adds up; the program's exit status is passed on;
 #   - record page-faults@1: the workload's own samples are N within 2% (one per fault, over
 #     the workload touching no page);
@@ -140,7 +140,11 @@ if command -v perf >/dev/null 2>&1; then
   theirs_in=$((theirs - outside))
   echo "stat: $N fresh pages: page faults on every CPU: ours $ours, perf stat -a $theirs" \
        "($theirs_in without the $outside perf counts outside our run)"
-  check "ours within 5% of perf stat -a ($ours vs $theirs_in)" within "$ours" "$theirs_in" 5
+  # What the kernel guarantees, whatever else runs on the machine: every fresh page of the
+  # workload is a fault ours counted, and perf's window holds ours, so it counted at least as
+  # many. (How close the two are depends on the other processes' faults: not asserted.)
+  check "ours counted the workload's $N faults at least ($ours)" [ "$ours" -ge "$N" ]
+  check "ours within perf stat -a's window ($ours <= $theirs)" [ "$ours" -le "$theirs" ]
 else
   echo "note: no perf here: the comparison with perf stat -a is skipped"
   pm stat -x, -e page-faults -o "$T/ours.txt" -- "$WL" pages "$N" >"$T/wl.out" 2>"$T/stat.err"
