@@ -25,10 +25,6 @@
 #include "cli.h"
 // The shell's exec rules only (inline; also on macOS, whose build has no record engine).
 #include "launcher.h"
-#ifdef __linux__
-// The output checked as the library will write it, the losses read back (the record engine).
-#include "record_run.h"
-#endif
 
 #ifdef __APPLE__
 #define PRELOAD_VARIABLE "DYLD_INSERT_LIBRARIES"
@@ -165,9 +161,12 @@ static bool prepare_output(const char* output, char* absolute, size_t size, stru
   } else {
     snprintf(absolute, size, "%s", output);
   }
-#ifdef __linux__
-  if (!record_output_check(ZXSAMPLER_PROG, output)) return false;
-#endif
+  // As the library will write it (beside it, renamed into place), before the program runs.
+  char error[512];
+  if (zxs_profile_check_output(output, error, sizeof(error)) != ZX_OK) {
+    fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
+    return false;
+  }
   if (stat(absolute, before) != 0) memset(before, 0, sizeof(*before));
   return true;
 }
@@ -276,16 +275,14 @@ static void report_profile(const char* program, const inprocess_args_t* a, const
     return;
   }
   fprintf(stderr, "%s: profile written to %s\n", ZXSAMPLER_PROG, a->output);
-#ifdef __linux__
   uint64_t samples = 0, lost = 0;
-  if (record_profile_losses(absolute, &samples, &lost) && lost > 0) {
+  if (zxs_profile_count_samples(absolute, &samples, &lost, NULL, 0) == ZX_OK && lost > 0) {
     fprintf(stderr,
             "%s: warning: %llu samples lost (%.2f%%): a CPU's buffer filled before the "
             "profile was written; a larger --buffer helps\n",
             ZXSAMPLER_PROG, (unsigned long long)lost,
             100.0 * (double)lost / (double)(lost + samples));
   }
-#endif
   if (!a->quiet) print_top(absolute);
 }
 

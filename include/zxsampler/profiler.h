@@ -82,6 +82,21 @@ ZXS_API zx_status_t zxs_profile_convert_selected(const char* in_path, const char
                                                  const zxs_profile_selection_t* selection,
                                                  char* error, size_t error_size);
 
+// Whether a profile can be written to `path` as zxs_profiler_stop() and zxs_profile_convert()
+// write one: into a temporary file beside it, renamed into place. A regular file (kept until a
+// new profile replaces it) or nothing yet; a symbolic link's target file; never a directory,
+// device, FIFO or socket, nor an empty path. Creates and removes the temporary file; `error`
+// (may be NULL) says what is wrong.
+//   ZX_ERR_INVALID_ARGS NULL or empty path; ZX_ERR_WRONG_TYPE not a regular file;
+//   ZX_ERR_IO the folder takes no file; ZX_ERR_NO_MEMORY.
+ZXS_API zx_status_t zxs_profile_check_output(const char* path, char* error, size_t error_size);
+
+// How many samples the FXT trace file at `path` holds, and how many its recording lost (the
+// kernel's or the regions' full buffers), into *samples and *lost (either may be NULL).
+//   Statuses as zxs_profile_convert()'s reading of its input.
+ZXS_API zx_status_t zxs_profile_count_samples(const char* path, uint64_t* samples, uint64_t* lost,
+                                              char* error, size_t error_size);
+
 // "fxt", "pprof", "folded", "svg" (or "flamegraph"), "markup", "top". False if unknown.
 ZXS_API bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out);
 

@@ -243,6 +243,38 @@ static zx_status_t read_file(const char* path, void** data, size_t* size, char* 
   return ZX_OK;
 }
 
+zx_status_t zxs_profile_check_output(const char* path, char* error, size_t error_size) {
+  if (error != NULL && error_size > 0) error[0] = '\0';
+  if (path == NULL) return ZX_ERR_INVALID_ARGS;
+  zxs_trace_output_t out;
+  char why[512];
+  zx_status_t status = zxs_trace_output_open(path, &out, why, sizeof(why));
+  if (status == ZX_OK) {
+    zxs_trace_output_abandon(&out);
+  } else if (error != NULL && error_size > 0) {
+    snprintf(error, error_size, "%s", why);
+  }
+  return status;
+}
+
+zx_status_t zxs_profile_count_samples(const char* path, uint64_t* samples, uint64_t* lost,
+                                      char* error, size_t error_size) {
+  if (error != NULL && error_size > 0) error[0] = '\0';
+  if (path == NULL) return ZX_ERR_INVALID_ARGS;
+  void* trace;
+  size_t size;
+  zx_status_t status = read_file(path, &trace, &size, error, error_size);
+  if (status != ZX_OK) return status;
+  zxs_profile_t profile;
+  status = zxs_profile_from_trace(trace, size, &profile, error, error_size);
+  free(trace);
+  if (status != ZX_OK) return status;
+  if (samples != NULL) *samples = profile.sample_count;
+  if (lost != NULL) *lost = profile.samples_lost;
+  zxs_profile_free(&profile);
+  return ZX_OK;
+}
+
 zx_status_t zxs_profile_convert(const char* in_path, const char* out_path,
                                 zxs_profile_format_t format, char* error, size_t error_size) {
   return zxs_profile_convert_selected(in_path, out_path, format, NULL, error, error_size);

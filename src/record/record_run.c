@@ -41,37 +41,6 @@ static bool open_output(const char* prog, const char* path, zxs_trace_output_t* 
   return false;
 }
 
-bool record_output_check(const char* prog, const char* path) {
-  zxs_trace_output_t out;
-  if (!open_output(prog, path, &out)) return false;
-  zxs_trace_output_abandon(&out);
-  return true;
-}
-
-bool record_profile_losses(const char* path, uint64_t* samples, uint64_t* lost) {
-  FILE* in = fopen(path, "rbe");
-  if (in == NULL) return false;
-  char* data = NULL;
-  size_t size = 0;
-  FILE* mem = open_memstream(&data, &size);
-  bool ok = mem != NULL;
-  char chunk[1 << 16];
-  for (size_t n; ok && (n = fread(chunk, 1, sizeof(chunk), in)) > 0;) {
-    ok = fwrite(chunk, 1, n, mem) == n;
-  }
-  ok = ok && !ferror(in);
-  fclose(in);
-  if (mem != NULL && fclose(mem) != 0) ok = false;
-  zxs_profile_t profile;
-  ok = ok && zxs_profile_from_trace(data, size, &profile, NULL, 0) == ZX_OK;
-  free(data);
-  if (!ok) return false;
-  *samples = profile.sample_count;
-  *lost = profile.samples_lost;
-  zxs_profile_free(&profile);
-  return true;
-}
-
 // An unnamed file beside the output for the samples as they come (bounded memory, any run
 // length).
 static FILE* open_spool(const zxs_trace_output_t* out) {

@@ -40,15 +40,6 @@ typedef struct record_run_options {
 // 127/126 when PROGRAM could not be run (said).
 int record_run(const record_run_options_t* options, int* wstatus);
 
-// Checks before anything runs that `path` can take a profile, as every writer will write it
-// (src/trace/trace_output.h: a regular file or none, its folder taking a new file; an empty
-// path, a device, a FIFO or a directory refused). False after a message starting with `prog`.
-bool record_output_check(const char* prog, const char* path);
-
-// The samples a profile file holds and those its recorder lost (`record --in-process` reads
-// what the preloaded library wrote). False when it cannot be read.
-bool record_profile_losses(const char* path, uint64_t* samples, uint64_t* lost);
-
 // Whether this build can unwind with CFI (libunwind): `dwarf` may be asked for.
 bool record_run_cfi_available(void);
 

@@ -131,14 +131,54 @@ static void a_full_buffer_is_reported_as_lost(void** state) {
   char path[] = "/tmp/zxs_profiler_lost_XXXXXX";
   int fd = mkstemp(path);
   close(fd);
-  assert_int_equal(zxs_profiler_stop(path, ZXS_FORMAT_TOP), ZX_OK);
+  assert_int_equal(zxs_profiler_stop(path, ZXS_FORMAT_FXT), ZX_OK);
+  // The counts as zxs_profile_count_samples reads them, and the report's.
+  uint64_t samples = 0, lost_count = 0;
+  assert_int_equal(zxs_profile_count_samples(path, &samples, &lost_count, NULL, 0), ZX_OK);
+  assert_true(samples > 0);
+  assert_true(lost_count > 0);
+  char top[] = "/tmp/zxs_profiler_lost_top_XXXXXX";
+  close(mkstemp(top));
+  assert_int_equal(zxs_profile_convert(path, top, ZXS_FORMAT_TOP, NULL, 0), ZX_OK);
   size_t size;
-  char* text = read_all(path, &size);
+  char* text = read_all(top, &size);
   const char* lost = strstr(text, "Lost: ");
   assert_non_null(lost);
-  assert_true(strtoull(lost + strlen("Lost: "), NULL, 10) > 0);
+  assert_int_equal(strtoull(lost + strlen("Lost: "), NULL, 10), lost_count);
+  free(text);
+  unlink(top);
+  unlink(path);
+}
+
+// zxs_profile_check_output: the rules every writer follows, checked before anything is written.
+static void check_output_follows_the_writers_rules(void** state) {
+  (void)state;
+  char error[512];
+  assert_int_equal(zxs_profile_check_output(NULL, error, sizeof(error)), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_profile_check_output("", error, sizeof(error)), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_profile_check_output("/dev/null", error, sizeof(error)), ZX_ERR_WRONG_TYPE);
+  assert_non_null(strstr(error, "/dev/null"));
+  assert_int_equal(zxs_profile_check_output("/tmp", error, sizeof(error)), ZX_ERR_WRONG_TYPE);
+  assert_int_equal(zxs_profile_check_output("/nonexistent/dir/x.fxt", error, sizeof(error)),
+                   ZX_ERR_IO);
+  // A folder that takes files: nothing is left behind, an existing file is untouched.
+  char dir[] = "/tmp/zxs_profiler_out_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[256];
+  snprintf(path, sizeof(path), "%s/p.fxt", dir);
+  assert_int_equal(zxs_profile_check_output(path, NULL, 0), ZX_OK);
+  assert_int_equal(access(path, F_OK), -1);
+  FILE* f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("old", f);
+  fclose(f);
+  assert_int_equal(zxs_profile_check_output(path, error, sizeof(error)), ZX_OK);
+  size_t size;
+  char* text = read_all(path, &size);
+  assert_string_equal(text, "old");
   free(text);
   unlink(path);
+  assert_int_equal(rmdir(dir), 0);  // empty: the temporary file is gone
 }
 
 static void every_format_is_written(void** state) {
@@ -194,6 +234,7 @@ int main(void) {
       cmocka_unit_test(every_format_is_written),
       cmocka_unit_test(a_full_buffer_is_reported_as_lost),
       cmocka_unit_test(convert_reports_bad_input),
+      cmocka_unit_test(check_output_follows_the_writers_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
