@@ -102,7 +102,8 @@ void zxs_linux_internal_thread_started(void);
 
 // The signal sources send; 0 before zxs_prim_sampling_init() succeeded.
 int zxs_linux_signal(void);
-// ZX_OK while our handler still owns the signal; ZX_ERR_BAD_STATE if the program replaced it.
+// ZX_OK while our handler owns the signal (installing it the first time: the signal sources
+// call it before they arm); ZX_ERR_BAD_STATE if the program took or replaced it.
 zx_status_t zxs_linux_signal_check(void);
 // Parses a signal as ZXSAMPLER_SIGNAL names it: a number, or a name with or without "SIG"
 // ("SIGRTMIN+3", "RTMAX-1", "SIGPROF"). False when it names no signal we can use.

@@ -140,7 +140,8 @@ bool zxs_linux_perf_available(void) {
 static int open_routed(pid_t tid, zx_duration_t period, uint32_t index, uint32_t gen,
                        uint64_t flags) {
   const int sig = zxs_linux_signal();
-  if (sig == 0) {
+  // The first signal source to arm installs the handler (signal_handler.c).
+  if (sig == 0 || zxs_linux_signal_check() != ZX_OK) {
     return ZX_ERR_BAD_STATE;
   }
   int fd = perf_open(tid, period);
