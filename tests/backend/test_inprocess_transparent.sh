@@ -47,6 +47,12 @@ profiled python python-int
 check "python-int: the program's own SIGINT handler runs (status $status; $(tr '\n' ' ' \
   <"$dir/python.out"))" test "$status" -eq 0
 
+# 3. A main thread that calls pthread_exit: the process ends when its last thread does, status 0.
+profiled pthread_exit pthread-exit
+check "pthread-exit: the process ends, status 0 (got $status)" test "$status" -eq 0
+check "pthread-exit: the other thread finished" grep -q worker-done "$dir/pthread_exit.out"
+check "pthread-exit: the profile is written" test -s "$dir/pthread_exit.fxt"
+
 # 4. A program that blocks every signal and takes them with sigwaitinfo gets only its own.
 profiled sigwait sigwait
 check "sigwait: the program took its SIGUSR1 and nothing else (status $status; $(tr '\n' ' ' \
