@@ -63,5 +63,14 @@ check "threads: the program ran (status $status)" test "$status" -eq 0
 check "threads: the library's threads block every signal ($(tr '\n' ' ' <"$dir/threads.out"))" \
   grep -qx "foreign-unblocked 0" "$dir/threads.out"
 
+# 5. A program that closes every inherited descriptor: it exits as it would, and the profile is
+# written from what is in memory.
+profiled close_all close-all
+check "close-all: the program's status is its own (0, got $status; $(tr '\n' ' ' \
+  <"$dir/close_all.err"))" test "$status" -eq 0
+check "close-all: the profile is written" test -s "$dir/close_all.fxt"
+check "close-all: the profile reads back" "$zxs" report -f folded -o "$dir/close_all.folded" \
+  "$dir/close_all.fxt"
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]
