@@ -71,6 +71,12 @@ check "close-all: the program's status is its own (0, got $status; $(tr '\n' ' '
 check "close-all: the profile is written" test -s "$dir/close_all.fxt"
 check "close-all: the profile reads back" "$zxs" report -f folded -o "$dir/close_all.folded" \
   "$dir/close_all.fxt"
+# With each source forced (those this machine lacks start no profile; the program still runs).
+for source in perf-ring perf cputimer; do
+  profiled "close_all_$source" close-all ZXSAMPLER_SOURCE=$source
+  check "close-all, $source: the program's files stay open, its status is its own (got $status; \
+$(tr '\n' ' ' <"$dir/close_all_$source.out"))" test "$status" -eq 0
+done
 
 echo "$fails failed"
 [ "$fails" -eq 0 ]

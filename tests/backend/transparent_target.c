@@ -11,7 +11,8 @@
 //                 sigwaitinfo: prints what it took; exits 0 when that was SIGUSR1 from kill()
 //                 and no other signal was pending
 //   close-all     closes every inherited descriptor from 3 up (as daemons do), opens files that
-//                 take the freed numbers, works, returns 0
+//                 take the freed numbers, lets a thread started before exit, works: 0 when its
+//                 own files are all still open
 //   threads       works, then prints "foreign-unblocked N": threads of this process that it did
 //                 not start and that leave a signal unblocked
 #define _GNU_SOURCE
@@ -130,17 +131,48 @@ static int sigwait_mode(void) {
   return sig == SIGUSR1 && info.si_code == SI_USER && more < 0 ? 0 : 1;
 }
 
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
+static int g_closed;  // close-all: the main thread closed and reopened its descriptors
+
+// Started before the descriptors are closed (its sampling holds some), it exits after: the
+// library lets go of its sampling then, and must not close what the program opened since.
+static void* closing_worker(void* arg) {
+  (void)arg;
+  transparent_work(0.1);
+  pthread_mutex_lock(&g_lock);
+  while (!g_closed) pthread_cond_wait(&g_cond, &g_lock);
+  pthread_mutex_unlock(&g_lock);
+  transparent_work(0.1);
+  return NULL;
+}
+
 static int close_all(void) {
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, closing_worker, NULL) != 0) return 1;
+  transparent_work(0.1);
   struct rlimit files;
   const int top =
       getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 65536 ? (int)files.rlim_cur : 65536;
   for (int fd = 3; fd < top; fd++) close(fd);
   // The freed numbers, taken by files of the program's.
+  int mine[16];
   for (int i = 0; i < 16; i++) {
-    if (open("/dev/null", O_RDONLY) < 0) return 1;
+    if ((mine[i] = open("/dev/null", O_RDONLY)) < 0) return 1;
   }
-  transparent_work(0.3);
-  return 0;
+  pthread_mutex_lock(&g_lock);
+  g_closed = 1;
+  pthread_cond_signal(&g_cond);
+  pthread_mutex_unlock(&g_lock);
+  pthread_join(thread, NULL);
+  transparent_work(0.2);
+  int lost = 0;
+  for (int i = 0; i < 16; i++) {
+    char byte;
+    if (fcntl(mine[i], F_GETFD) < 0 || read(mine[i], &byte, 1) != 0) lost++;
+  }
+  printf("descriptors-lost %d\n", lost);
+  return lost == 0 ? 0 : 1;
 }
 
 // The signal mask of a task of this process, from its status file ("SigBlk:\t" in hex).

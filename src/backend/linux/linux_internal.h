@@ -161,6 +161,13 @@ typedef void (*zxs_linux_record_fn)(void* ctx, uint32_t type, const uint64_t* bo
 void zxs_linux_ring_read(uint8_t* base, size_t page, size_t data_size, uint64_t* scratch,
                          zxs_linux_record_fn on_record, void* ctx);
 
+// The id of the perf event `fd` refers to (PERF_EVENT_IOC_ID); 0 when it refers to none.
+uint64_t zxs_linux_perf_id(int fd);
+// True while `fd` still refers to the perf event `id`. A program that closes every descriptor it
+// inherited (as daemons do) may have closed ours, and the number may now be a file of its own,
+// which we must not read, ioctl or close (issue #26).
+bool zxs_linux_perf_fd_is(int fd, uint64_t id);
+
 // --- task_runtime_linux.c / runtime_events_linux.c -------------------------------------------
 
 // The calling thread is exiting (its exit hook): its runtime is read one last time.
