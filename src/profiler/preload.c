@@ -6,9 +6,12 @@
 //   ZXSAMPLER_BUFFER_SIZE  bytes per CPU (default 16 MiB)
 //   ZXSAMPLER_DUMP_SIGNAL  a signal number that writes the profile and ends sampling
 // The main thread is attached at load time and every thread the program creates with
-// pthread_create is attached as it starts. The profile is written at exit, on the dump signal,
-// and on SIGINT/SIGTERM/SIGHUP when the program left them at their default action (then the
-// signal is re-raised so the program still dies of it).
+// pthread_create is attached as it starts. The profile is written at exit and, only when
+// ZXSAMPLER_DUMP_SIGNAL asks for it, on that signal. No handler is installed for any other
+// signal: the program sees the dispositions it set and nothing else (Python, for one, installs
+// its SIGINT handler only over SIG_DFL), and a child it forks inherits no handler of ours. A
+// program killed by a signal therefore writes no profile (README: "What a profiled program can
+// observe").
 //   ZXSAMPLER_PID          the process `zxsampler record` started: that process is profiled
 //                          through its execs (a wrapper script that execs the real program: the
 //                          last image writes the file), and the variables stay in its
@@ -37,7 +40,6 @@ static char g_output[MAX_PATH];
 static atomic_bool g_running;
 static atomic_bool g_written;
 static int g_pipe[2] = {-1, -1};
-static int g_dump_signal;
 static pid_t g_pid;  // the profiled process
 static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -62,22 +64,16 @@ static void attach_started_thread(void) {
   if (atomic_load(&g_running)) (void)zxs_profiler_attach_current_thread();
 }
 
-// Signals are turned into a byte on a pipe; this thread (not attached) does the writing,
-// which a signal handler cannot.
+// The dump signal is turned into a byte on a pipe; this thread (not attached, every signal
+// blocked: no signal of the program's lands on it) does the writing, which a handler cannot.
 static void* signal_watcher(void* unused) {
   (void)unused;
   unsigned char sig;
-  while (read(g_pipe[0], &sig, 1) == 1) {
-    write_profile();
-    if (sig != g_dump_signal) {  // a fatal signal: die of it as the program would have
-      signal(sig, SIG_DFL);
-      raise(sig);
-    }
-  }
+  while (read(g_pipe[0], &sig, 1) == 1) write_profile();
   return NULL;
 }
 
-static void on_signal(int sig) {
+static void on_dump_signal(int sig) {
   int saved = errno;
   unsigned char byte = (unsigned char)sig;
   ssize_t n = write(g_pipe[1], &byte, 1);
@@ -85,16 +81,11 @@ static void on_signal(int sig) {
   errno = saved;
 }
 
-// Catches `sig`; with only_if_default, only when the program left it at its default action
-// (a handler the program installed is never replaced).
-static void catch_signal(int sig, bool only_if_default) {
-  struct sigaction old;
-  if (sigaction(sig, NULL, &old) != 0) return;
-  bool is_default = (old.sa_flags & SA_SIGINFO) == 0 && old.sa_handler == SIG_DFL;
-  if (only_if_default && !is_default) return;
+// Catches the dump signal, which whoever set ZXSAMPLER_DUMP_SIGNAL gave to the library.
+static void catch_dump_signal(int sig) {
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_signal;
+  sa.sa_handler = on_dump_signal;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(sig, &sa, NULL);
@@ -152,16 +143,15 @@ __attribute__((constructor)) static void preload_start(void) {
   atexit(write_profile);
 
   (void)zxs_thread_start_hook_add(attach_started_thread);  // the first of its hooks: no failure
+  if (dump_signal <= 0 || dump_signal >= NSIG || !pipe_cloexec(g_pipe)) return;
   pthread_t watcher;  // not attached: created without the hooks
-  if (pipe_cloexec(g_pipe) &&
-      zxs_thread_hook_real_create(&watcher, NULL, signal_watcher, NULL) == 0) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the watcher inherits the full mask
+  const int err = zxs_thread_hook_real_create(&watcher, NULL, signal_watcher, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err == 0) {
     pthread_detach(watcher);
-    catch_signal(SIGINT, true);
-    catch_signal(SIGTERM, true);
-    catch_signal(SIGHUP, true);
-    if (dump_signal > 0 && dump_signal < NSIG) {
-      g_dump_signal = dump_signal;
-      catch_signal(dump_signal, false);
-    }
+    catch_dump_signal(dump_signal);
   }
 }

@@ -102,7 +102,8 @@ void zxs_linux_internal_thread_started(void);
 
 // The signal sources send; 0 before zxs_prim_sampling_init() succeeded.
 int zxs_linux_signal(void);
-// ZX_OK while our handler still owns the signal; ZX_ERR_BAD_STATE if the program replaced it.
+// ZX_OK while our handler owns the signal (installing it the first time: the signal sources
+// call it before they arm); ZX_ERR_BAD_STATE if the program took or replaced it.
 zx_status_t zxs_linux_signal_check(void);
 // Parses a signal as ZXSAMPLER_SIGNAL names it: a number, or a name with or without "SIG"
 // ("SIGRTMIN+3", "RTMAX-1", "SIGPROF"). False when it names no signal we can use.
@@ -159,6 +160,13 @@ typedef void (*zxs_linux_record_fn)(void* ctx, uint32_t type, const uint64_t* bo
 // consumer at a time.
 void zxs_linux_ring_read(uint8_t* base, size_t page, size_t data_size, uint64_t* scratch,
                          zxs_linux_record_fn on_record, void* ctx);
+
+// The id of the perf event `fd` refers to (PERF_EVENT_IOC_ID); 0 when it refers to none.
+uint64_t zxs_linux_perf_id(int fd);
+// True while `fd` still refers to the perf event `id`. A program that closes every descriptor it
+// inherited (as daemons do) may have closed ours, and the number may now be a file of its own,
+// which we must not read, ioctl or close (issue #26).
+bool zxs_linux_perf_fd_is(int fd, uint64_t id);
 
 // --- task_runtime_linux.c / runtime_events_linux.c -------------------------------------------
 

@@ -3,6 +3,7 @@
 // end of the data area. Not copying matters: a sample with a stack copy is 8 KiB.
 #include <linux/perf_event.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "linux_internal.h"
 
@@ -53,3 +54,10 @@ void zxs_linux_ring_read(uint8_t* base, size_t page, size_t data_size, uint64_t*
   }
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
+
+uint64_t zxs_linux_perf_id(int fd) {
+  uint64_t id = 0;
+  return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 ? id : 0;
+}
+
+bool zxs_linux_perf_fd_is(int fd, uint64_t id) { return id != 0 && zxs_linux_perf_id(fd) == id; }

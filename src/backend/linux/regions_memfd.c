@@ -1,10 +1,15 @@
-// Linux: regions are memfds, sealed; their mappings are the common ones of
-// src/backend/posix/regions_fd.c.
+// Linux: regions are memfds, sealed, and no descriptor is kept once they are mapped: a program
+// that closes every descriptor it inherited (as daemons do) cannot close ours, nor have us close
+// or map its own file that took the number (issue #26). The region holds two mappings of the
+// file: the writable one the sampling path writes through (base), and a read-only one (native)
+// that readers' mappings are duplicated from (mremap with old_size 0 makes a new mapping of the
+// same shared pages, with the same rights: the seals made it one that can never be writable).
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,6 +17,10 @@
 #include "linux_internal.h"
 #include "platform.h"
 #include "regions_fd.h"
+
+#ifndef MREMAP_MAYMOVE
+#define MREMAP_MAYMOVE 1
+#endif
 
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 0x0001u
@@ -58,5 +67,44 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
     (void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
   }
   (void)fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL);
+  void* readable = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+  const int err = errno;
+  close(fd);
+  out->native = -1;
+  if (readable == MAP_FAILED) {
+    munmap(out->base, out->size);
+    out->base = NULL;
+    out->size = 0;
+    return zxs_posix_errno_status(err);
+  }
+  out->native = (intptr_t)readable;
+  return ZX_OK;
+}
+
+void zxs_prim_region_destroy(zxs_prim_region_t* region) {
+  if (region->base != NULL) {
+    munmap(region->base, region->size);
+  }
+  if (region->native != -1) {
+    munmap((void*)region->native, region->size);
+  }
+  region->base = NULL;
+  region->size = 0;
+  region->native = -1;
+}
+
+zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset, size_t len,
+                                         void** out) {
+  *out = NULL;
+  if (region->native == -1) {
+    return ZX_ERR_BAD_STATE;
+  }
+  // A new mapping of the same pages, which holds its own reference to the file: it outlives
+  // the region.
+  void* addr = mremap((uint8_t*)region->native + offset, 0, len, MREMAP_MAYMOVE);
+  if (addr == MAP_FAILED) {
+    return zxs_posix_errno_status(errno);
+  }
+  *out = addr;
   return ZX_OK;
 }

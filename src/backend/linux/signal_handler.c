@@ -1,5 +1,6 @@
-// Linux: the sampling signal. Picks a signal the program does not use, installs the handler,
-// and in the handler turns the interrupted context into a zxs_core_sample() call.
+// Linux: the sampling signal. Picks a signal the program does not use, installs the handler
+// when a signal source first needs it, and in the handler turns the interrupted context into a
+// zxs_core_sample() call.
 //
 // On the handler's path: no allocation, no locks, no stdio, no lazily allocated TLS; errno is
 // saved and restored. Only signals our sources raise are acted on: perf events arrive with
@@ -24,7 +25,10 @@
 #error "libzxsampler's Linux backend reads registers on x86-64 and aarch64 only"
 #endif
 
-static _Atomic int g_signal;  // 0 until installed
+// The handler is installed only when a signal source first arms (perf-ring, the default, sends
+// no signal): a program sampled through perf-ring sees no disposition it did not set.
+static _Atomic int g_signal;     // 0 until chosen
+static atomic_bool g_installed;  // our handler is on g_signal
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int zxs_linux_signal(void) { return atomic_load_explicit(&g_signal, memory_order_acquire); }
@@ -70,6 +74,16 @@ static bool is_ours(const struct sigaction* sa) {
 // SIG_DFL is the null handler in both members of the union.
 static bool is_default(const struct sigaction* sa) {
   return (sa->sa_flags & SA_SIGINFO) != 0 ? sa->sa_sigaction == NULL : sa->sa_handler == SIG_DFL;
+}
+
+// ZX_OK when `sig` is ours or free (nobody has a handler on it, nor ignores it);
+// ZX_ERR_ALREADY_BOUND when the program owns it.
+static zx_status_t free_or_ours(int sig) {
+  struct sigaction current;
+  if (sigaction(sig, NULL, &current) != 0) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  return is_ours(&current) || is_default(&current) ? ZX_OK : ZX_ERR_ALREADY_BOUND;
 }
 
 // Installs our handler on `sig` if nobody else has one (or ignores it). ZX_ERR_ALREADY_BOUND
@@ -197,13 +211,13 @@ zx_status_t zxs_prim_sampling_init(void) {
       if (!zxs_linux_parse_signal(configured, &chosen)) {
         status = ZX_ERR_INVALID_ARGS;
       } else {
-        status = install(chosen);
+        status = free_or_ours(chosen);
       }
     } else {
       // The first real-time signal nobody uses. glibc keeps two below SIGRTMIN for itself.
       status = ZX_ERR_NO_RESOURCES;
       for (int sig = SIGRTMIN; sig <= SIGRTMAX && status != ZX_OK; sig++) {
-        if (install(sig) == ZX_OK) {
+        if (free_or_ours(sig) == ZX_OK) {
           chosen = sig;
           status = ZX_OK;
         }
@@ -221,6 +235,15 @@ zx_status_t zxs_linux_signal_check(void) {
   const int sig = zxs_linux_signal();
   if (sig == 0) {
     return ZX_ERR_BAD_STATE;
+  }
+  if (!atomic_load(&g_installed)) {
+    // The first signal source to arm installs the handler; a program that took the signal since
+    // it was chosen keeps it (and no signal source arms).
+    pthread_mutex_lock(&g_init_lock);
+    const zx_status_t status = atomic_load(&g_installed) ? ZX_OK : install(sig);
+    if (status == ZX_OK) atomic_store(&g_installed, true);
+    pthread_mutex_unlock(&g_init_lock);
+    if (status != ZX_OK) return ZX_ERR_BAD_STATE;
   }
   struct sigaction current;
   if (sigaction(sig, NULL, &current) != 0 || !is_ours(&current)) {

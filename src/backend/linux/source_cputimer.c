@@ -69,7 +69,8 @@ zx_duration_t zxs_linux_cputimer_resolution(void) {
 
 zx_status_t zxs_linux_cputimer_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen) {
   const int sig = zxs_linux_signal();
-  if (sig == 0) {
+  // The first signal source to arm installs the handler (signal_handler.c).
+  if (sig == 0 || zxs_linux_signal_check() != ZX_OK) {
     return ZX_ERR_BAD_STATE;
   }
   const pid_t tid = (pid_t)slot->thread.koid;

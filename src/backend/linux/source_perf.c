@@ -47,6 +47,8 @@ static _Atomic uint64_t g_routes[ZXS_PERF_ROUTES];
 // Handlers inside the re-arm window of each fd: close waits for them, so the REFRESH ioctl never
 // reaches a descriptor number that was closed and reused meanwhile. Never freed, like g_routes.
 static _Atomic uint32_t g_route_users[ZXS_PERF_ROUTES];
+// The id of each routed fd's event: the program may have closed the fd (zxs_linux_perf_fd_is).
+static _Atomic uint64_t g_route_ids[ZXS_PERF_ROUTES];
 static _Atomic int g_route_limit = ZXS_PERF_ROUTES;  // lowered only by tests
 static _Atomic uint64_t g_counting_signals;
 
@@ -140,7 +142,8 @@ bool zxs_linux_perf_available(void) {
 static int open_routed(pid_t tid, zx_duration_t period, uint32_t index, uint32_t gen,
                        uint64_t flags) {
   const int sig = zxs_linux_signal();
-  if (sig == 0) {
+  // The first signal source to arm installs the handler (signal_handler.c).
+  if (sig == 0 || zxs_linux_signal_check() != ZX_OK) {
     return ZX_ERR_BAD_STATE;
   }
   int fd = perf_open(tid, period);
@@ -156,6 +159,7 @@ static int open_routed(pid_t tid, zx_duration_t period, uint32_t index, uint32_t
     close(fd);
     return status;
   }
+  atomic_store_explicit(&g_route_ids[fd], zxs_linux_perf_id(fd), memory_order_relaxed);
   atomic_store_explicit(&g_routes[fd], route_word(index, gen, flags), memory_order_release);
   if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
     zx_status_t status = zxs_linux_perf_status(errno);
@@ -176,7 +180,10 @@ static void close_routed(int fd) {
   while (atomic_load_explicit(&g_route_users[fd], memory_order_seq_cst) != 0) {
     sched_yield();
   }
-  perf_close(fd);
+  // Not a number the program has taken since it closed ours.
+  if (zxs_linux_perf_fd_is(fd, atomic_load_explicit(&g_route_ids[fd], memory_order_relaxed))) {
+    perf_close(fd);
+  }
 }
 
 // [signal-safe] One more overflow for `fd`, unless its route changed (disarmed) meanwhile.
@@ -240,7 +247,8 @@ void zxs_linux_perf_on_signal(int fd, const void* ucontext) {
 
 void zxs_linux_perf_forget_all(void) {
   for (int fd = 0; fd < ZXS_PERF_ROUTES; fd++) {
-    if (atomic_exchange_explicit(&g_routes[fd], 0, memory_order_relaxed) != 0) {
+    if (atomic_exchange_explicit(&g_routes[fd], 0, memory_order_relaxed) != 0 &&
+        zxs_linux_perf_fd_is(fd, atomic_load_explicit(&g_route_ids[fd], memory_order_relaxed))) {
       close(fd);  // the child's copy only: no DISABLE, the event is the parent's too
     }
     atomic_store_explicit(&g_route_users[fd], 0, memory_order_relaxed);

@@ -91,6 +91,7 @@
 
 typedef struct cpu_ring {
   int fd;         // the owner: the collector's dummy event on this CPU; -1: no ring (CPU offline)
+  uint64_t id;    // its event's id: the program may have closed fd (zxs_linux_perf_fd_is)
   uint8_t* base;  // header page, then g_data_size bytes of data
   bool polled;    // in the collector's epoll set
 } cpu_ring_t;
@@ -101,6 +102,7 @@ typedef struct thread_events {
   uint32_t attach_gen;
   zx_duration_t period;
   int* fds;             // one event per CPU (g_cpu_count); -1 where that CPU has no ring
+  uint64_t* ids;        // their events' ids (zxs_linux_perf_fd_is)
   uint64_t* lost_seen;  // per CPU: the event's lost count already counted
   // The stack copy its events ask for, and how it adapts (see COPY_SHRINK_AFTER).
   uint32_t copy;
@@ -300,7 +302,8 @@ static void drain_all_locked(void) {
 static void count_lost_locked(thread_events_t* t) {
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
     uint64_t values[2];  // {value, lost}
-    if (t->fds[cpu] < 0 || read(t->fds[cpu], values, sizeof(values)) != (ssize_t)sizeof(values)) {
+    if (!zxs_linux_perf_fd_is(t->fds[cpu], t->ids[cpu]) ||
+        read(t->fds[cpu], values, sizeof(values)) != (ssize_t)sizeof(values)) {
       continue;
     }
     if (values[1] > t->lost_seen[cpu]) {
@@ -416,8 +419,9 @@ static void rings_release_locked(bool deregister) {
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
     cpu_ring_t* r = &g_rings[cpu];
     if (r->fd < 0) continue;
-    if (r->polled && deregister) epoll_ctl(g_epoll, EPOLL_CTL_DEL, r->fd, NULL);
     munmap(r->base, g_page + g_data_size);
+    if (!zxs_linux_perf_fd_is(r->fd, r->id)) continue;  // the program closed it
+    if (r->polled && deregister) epoll_ctl(g_epoll, EPOLL_CTL_DEL, r->fd, NULL);
     close(r->fd);
   }
   free(g_rings);
@@ -462,6 +466,7 @@ static zx_status_t rings_make_locked(size_t data_size) {
       made = 0;  // all or none: the rings made so far are released below
       break;
     }
+    r->id = zxs_linux_perf_id(r->fd);
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = cpu};
     r->polled = epoll_ctl(g_epoll, EPOLL_CTL_ADD, r->fd, &ev) == 0;
     made++;
@@ -477,63 +482,72 @@ static zx_status_t rings_make_locked(size_t data_size) {
 
 // --- The source -------------------------------------------------------------------------------
 
-// Closes the events in `fds` (one per CPU) and marks them closed.
-static void events_close(int* fds) {
+// Closes the events in `fds` (one per CPU, their ids in `ids`) and marks them closed; a number
+// that is no longer our event (the program closed it) is left alone.
+static void events_close(int* fds, const uint64_t* ids) {
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
-    if (fds[cpu] >= 0) close(fds[cpu]);
+    if (zxs_linux_perf_fd_is(fds[cpu], ids[cpu])) close(fds[cpu]);
     fds[cpu] = -1;
   }
 }
 
 static void thread_close_locked(thread_events_t* t) {
-  events_close(t->fds);
+  events_close(t->fds, t->ids);
   free(t->fds);
+  free(t->ids);
   free(t->lost_seen);
   memset(t, 0, sizeof(*t));
 }
 
-// Opens `tid`'s event on every CPU that has a ring into `fds` (-1 elsewhere), each writing
-// there, all disabled; on failure none stays open.
-static zx_status_t events_open_locked(pid_t tid, zx_duration_t period, uint32_t copy, int* fds) {
+// Opens `tid`'s event on every CPU that has a ring into `fds` (-1 elsewhere; their ids into
+// `ids`), each writing there, all disabled; on failure none stays open. A ring whose descriptor
+// the program closed takes no new event (its mapping still drains).
+static zx_status_t events_open_locked(pid_t tid, zx_duration_t period, uint32_t copy, int* fds,
+                                      uint64_t* ids) {
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) fds[cpu] = -1;
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
-    if (g_rings[cpu].fd < 0) continue;
+    if (!zxs_linux_perf_fd_is(g_rings[cpu].fd, g_rings[cpu].id)) continue;
     const int fd = event_open(tid, (int)cpu, period, g_data_size, copy);
     if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, g_rings[cpu].fd) != 0) {
       const zx_status_t status = zxs_linux_perf_status(errno);
       if (fd >= 0) close(fd);
-      events_close(fds);
+      events_close(fds, ids);
       return status;
     }
     fds[cpu] = fd;
+    ids[cpu] = zxs_linux_perf_id(fd);
   }
   return ZX_OK;
 }
 
-static zx_status_t events_enable(const int* fds) {
+static zx_status_t events_enable(const int* fds, const uint64_t* ids) {
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
-    if (fds[cpu] >= 0 && ioctl(fds[cpu], PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    if (zxs_linux_perf_fd_is(fds[cpu], ids[cpu]) &&
+        ioctl(fds[cpu], PERF_EVENT_IOC_ENABLE, 0) != 0) {
       return zxs_linux_perf_status(errno);
     }
   }
   return ZX_OK;
 }
 
-static void events_disable(const int* fds) {
+static void events_disable(const int* fds, const uint64_t* ids) {
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
-    if (fds[cpu] >= 0) ioctl(fds[cpu], PERF_EVENT_IOC_DISABLE, 0);
+    if (zxs_linux_perf_fd_is(fds[cpu], ids[cpu])) ioctl(fds[cpu], PERF_EVENT_IOC_DISABLE, 0);
   }
 }
 
 static zx_status_t thread_open_locked(thread_events_t* t, pid_t tid, zx_duration_t period) {
   t->fds = malloc(g_cpu_count * sizeof(*t->fds));
+  t->ids = calloc(g_cpu_count, sizeof(*t->ids));
   t->lost_seen = calloc(g_cpu_count, sizeof(*t->lost_seen));
   zx_status_t status = ZX_ERR_NO_MEMORY;
-  if (t->fds == NULL || t->lost_seen == NULL ||
-      (status = events_open_locked(tid, period, g_stack_copy, t->fds)) != ZX_OK) {
+  if (t->fds == NULL || t->ids == NULL || t->lost_seen == NULL ||
+      (status = events_open_locked(tid, period, g_stack_copy, t->fds, t->ids)) != ZX_OK) {
     free(t->fds);
+    free(t->ids);
     free(t->lost_seen);
     t->fds = NULL;
+    t->ids = NULL;
     t->lost_seen = NULL;
     return status;
   }
@@ -547,30 +561,34 @@ static zx_status_t thread_open_locked(thread_events_t* t, pid_t tid, zx_duration
 // events cannot be opened keeps its old ones, and its copy from then on.
 static void apply_copy_changes_locked(void) {
   int* fds = malloc(g_cpu_count * sizeof(*fds));
+  uint64_t* ids = calloc(g_cpu_count, sizeof(*ids));
   for (uint32_t i = 0, seen = 0; i < ZXS_MAX_THREADS && seen < g_armed; i++) {
     thread_events_t* t = &g_threads[i];
     if (t->slot == NULL) continue;
     seen++;
     if (t->copy_wanted == t->copy) continue;
-    if (fds != NULL && events_open_locked(t->tid, t->period, t->copy_wanted, fds) == ZX_OK) {
-      events_disable(t->fds);
+    if (fds != NULL && ids != NULL &&
+        events_open_locked(t->tid, t->period, t->copy_wanted, fds, ids) == ZX_OK) {
+      events_disable(t->fds, t->ids);
       count_lost_locked(t);
-      if (events_enable(fds) == ZX_OK) {
-        events_close(t->fds);
+      if (events_enable(fds, ids) == ZX_OK) {
+        events_close(t->fds, t->ids);
         memcpy(t->fds, fds, g_cpu_count * sizeof(*fds));
+        memcpy(t->ids, ids, g_cpu_count * sizeof(*ids));
         memset(t->lost_seen, 0, g_cpu_count * sizeof(*t->lost_seen));
         t->copy = t->copy_wanted;
         continue;
       }
-      events_disable(fds);  // keep the old ones: they count no loss twice
-      events_close(fds);
-      (void)events_enable(t->fds);
+      events_disable(fds, ids);  // keep the old ones: they count no loss twice
+      events_close(fds, ids);
+      (void)events_enable(t->fds, t->ids);
     }
     t->copy_wanted = t->copy;
     t->copy_settled = true;
   }
   g_copy_change_pending = false;
   free(fds);
+  free(ids);
 }
 
 zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen) {
@@ -590,7 +608,7 @@ zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, ui
     t->attach_gen = atomic_load_explicit(&st->attach_gen, memory_order_relaxed);
     tid_insert_locked(tid, slot->index);
     g_armed++;
-    status = events_enable(t->fds);
+    status = events_enable(t->fds, t->ids);
     if (status == ZX_OK) {
       wake_collector_locked();  // it may be waiting with no timeout
     } else {
@@ -611,7 +629,7 @@ void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
   if (t->slot == slot) {
     // Stop the events, then write what they took (while writes are enabled: a thread detached
     // while sampling runs loses nothing; at stop, zxs_prim_sampling_flush came first).
-    events_disable(t->fds);
+    events_disable(t->fds, t->ids);
     t->copy_wanted = t->copy;  // no re-open on the way out
     drain_all_locked();
     count_lost_locked(t);

@@ -10,6 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -242,6 +243,95 @@ zx_status_t zxs_prim_process_name(char* buf, size_t size) {
 
 // --- Exit hook ---------------------------------------------------------------------------------
 
+// The library's own threads (the collector, the exit watcher, the drainer) would keep a process
+// alive whose main thread called pthread_exit: glibc ends the process (exit(0)) when its last
+// thread exits, and ours never do (issue #26). So when a thread the library attached exits, and
+// no thread is left but ours and exited ones, it ends the process as glibc would have:
+// exit(0), from that thread, after our part of its exit. Threads the library did not attach run
+// no hook: while one lives, the process lives, as it would without us.
+#define INTERNAL_MAX 16u
+#define LEAVING_MAX 64u
+
+static pthread_mutex_t g_last_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t g_internal[INTERNAL_MAX];  // tids of the library's threads; 0: free
+static pid_t g_internal_pid;            // the process g_internal is about (fork leaves it stale)
+static pid_t g_leaving[LEAVING_MAX];    // threads that passed the check, in case they still run
+static uint32_t g_leaving_next;
+static pthread_key_t g_internal_key;
+static bool g_internal_key_ok;
+static pthread_once_t g_internal_once = PTHREAD_ONCE_INIT;
+
+static bool listed(const pid_t* tids, uint32_t count, pid_t tid) {
+  for (uint32_t i = 0; i < count; i++) {
+    if (tids[i] == tid) return true;
+  }
+  return false;
+}
+
+// g_last_lock held.
+static void internal_forget_other_process_locked(void) {
+  if (g_internal_pid == getpid()) return;
+  memset(g_internal, 0, sizeof(g_internal));
+  memset(g_leaving, 0, sizeof(g_leaving));
+  g_internal_pid = getpid();
+}
+
+static void on_internal_exit(void* value) {
+  pthread_mutex_lock(&g_last_lock);
+  internal_forget_other_process_locked();
+  for (uint32_t i = 0; i < INTERNAL_MAX; i++) {
+    if (g_internal[i] == (pid_t)(uintptr_t)value) g_internal[i] = 0;
+  }
+  pthread_mutex_unlock(&g_last_lock);
+}
+
+static void create_internal_key(void) {
+  g_internal_key_ok = pthread_key_create(&g_internal_key, on_internal_exit) == 0;
+}
+
+// True when a thread of this process other than `self`, the library's and those that passed
+// this check lives. No /proc: true (we cannot tell). g_last_lock held.
+static bool another_lives_locked(pid_t self) {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == NULL) return true;
+  bool found = false;
+  struct dirent* e;
+  while (!found && (e = readdir(dir)) != NULL) {
+    const pid_t tid = (pid_t)atoi(e->d_name);
+    if (tid <= 0 || tid == self || listed(g_internal, INTERNAL_MAX, tid) ||
+        listed(g_leaving, LEAVING_MAX, tid)) {
+      continue;
+    }
+    char state = 0;
+    unsigned long flags = 0;
+    if (!read_task_stat(tid, &state, &flags)) continue;  // gone since the listing
+    found = state != 'Z' && state != 'X' && state != 'x' && (flags & ZXS_PF_EXITING) == 0;
+  }
+  closedir(dir);
+  return found;
+}
+
+// In an exiting thread the library attached: ends the process when it is the program's last.
+static void exit_if_last(pid_t self) {
+  // Cheap first: while the main thread lives (it has not called pthread_exit), it is not the
+  // last; a main thread that returns from main() runs exit() and no hook.
+  if (self != getpid()) {
+    char state = 0;
+    unsigned long flags = 0;
+    if (!read_task_stat(getpid(), &state, &flags) ||
+        (state != 'Z' && (flags & ZXS_PF_EXITING) == 0)) {
+      return;
+    }
+  }
+  pthread_mutex_lock(&g_last_lock);
+  internal_forget_other_process_locked();
+  // Two threads leaving together: the second sees the first as gone (one of them exits).
+  g_leaving[g_leaving_next++ % LEAVING_MAX] = self;
+  const bool last = !another_lives_locked(self);
+  pthread_mutex_unlock(&g_last_lock);
+  if (last) exit(0);
+}
+
 static pthread_key_t g_exit_key;
 static bool g_exit_key_ok;
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
@@ -251,6 +341,7 @@ static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 static void on_thread_exit(void* value) {
   zxs_linux_runtime_thread_exiting((pid_t)(uintptr_t)value);
   zxs_core_thread_exited((zx_koid_t)(uintptr_t)value);
+  exit_if_last((pid_t)(uintptr_t)value);
 }
 
 static void create_exit_key(void) {
@@ -273,5 +364,18 @@ zx_status_t zxs_prim_notify_on_thread_exit(void) {
 }
 
 void zxs_linux_internal_thread_started(void) {
-  zxs_core_thread_exited((zx_koid_t)syscall(SYS_gettid));
+  const pid_t tid = current_tid();
+  zxs_core_thread_exited((zx_koid_t)tid);
+  // Listed as the library's (it never keeps the process alive) until it exits.
+  pthread_once(&g_internal_once, create_internal_key);
+  pthread_mutex_lock(&g_last_lock);
+  internal_forget_other_process_locked();
+  for (uint32_t i = 0; i < INTERNAL_MAX; i++) {
+    if (g_internal[i] == 0) {
+      g_internal[i] = tid;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_last_lock);
+  if (g_internal_key_ok) (void)pthread_setspecific(g_internal_key, (void*)(uintptr_t)tid);
 }

@@ -29,6 +29,8 @@ zx_status_t zxs_fd_region_init(int fd, size_t size, zxs_prim_region_t* out) {
   return ZX_OK;
 }
 
+// Linux keeps no descriptor once a region is mapped (regions_memfd.c has its own).
+#ifndef __linux__
 void zxs_prim_region_destroy(zxs_prim_region_t* region) {
   if (region->base != NULL) {
     munmap(region->base, region->size);
@@ -54,6 +56,8 @@ zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t
   *out = addr;
   return ZX_OK;
 }
+
+#endif  // __linux__
 
 zx_status_t zxs_prim_unmap(void* addr, size_t len) {
   if (munmap(addr, len) != 0) {
