@@ -1,5 +1,6 @@
 // macOS: regions are POSIX shared memory objects (shm_open), unlinked at once so that only the
-// descriptor names them; their mappings are the common ones of src/backend/posix/regions_fd.c.
+// descriptor names them; they are mapped by src/backend/posix/regions_fd.c, and keep their
+// descriptor for the readers' mappings.
 // macOS cannot resize a shared memory object after its first ftruncate, which is the seal
 // Linux's memfds add that matters here (no writable mapping can shrink under the sampler).
 #include <errno.h>
@@ -52,4 +53,31 @@ zx_status_t zxs_prim_region_create(size_t size, zxs_prim_region_t* out) {
     close(fd);
   }
   return status;
+}
+
+// The region keeps its descriptor (Linux, regions_memfd.c, keeps none once mapped).
+void zxs_prim_region_destroy(zxs_prim_region_t* region) {
+  if (region->base != NULL) {
+    munmap(region->base, region->size);
+  }
+  if (region->native >= 0) {
+    close((int)region->native);
+  }
+  region->base = NULL;
+  region->size = 0;
+  region->native = -1;
+}
+
+zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset, size_t len,
+                                         void** out) {
+  *out = NULL;
+  if (region->native < 0) {
+    return ZX_ERR_BAD_STATE;
+  }
+  void* addr = mmap(NULL, len, PROT_READ, MAP_SHARED, (int)region->native, (off_t)offset);
+  if (addr == MAP_FAILED) {
+    return zxs_posix_errno_status(errno);
+  }
+  *out = addr;
+  return ZX_OK;
 }

@@ -29,36 +29,6 @@ zx_status_t zxs_fd_region_init(int fd, size_t size, zxs_prim_region_t* out) {
   return ZX_OK;
 }
 
-// Linux keeps no descriptor once a region is mapped (regions_memfd.c has its own).
-#ifndef __linux__
-void zxs_prim_region_destroy(zxs_prim_region_t* region) {
-  if (region->base != NULL) {
-    munmap(region->base, region->size);
-  }
-  if (region->native >= 0) {
-    close((int)region->native);
-  }
-  region->base = NULL;
-  region->size = 0;
-  region->native = -1;
-}
-
-zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t offset, size_t len,
-                                         void** out) {
-  *out = NULL;
-  if (region->native < 0) {
-    return ZX_ERR_BAD_STATE;
-  }
-  void* addr = mmap(NULL, len, PROT_READ, MAP_SHARED, (int)region->native, (off_t)offset);
-  if (addr == MAP_FAILED) {
-    return zxs_posix_errno_status(errno);
-  }
-  *out = addr;
-  return ZX_OK;
-}
-
-#endif  // __linux__
-
 zx_status_t zxs_prim_unmap(void* addr, size_t len) {
   if (munmap(addr, len) != 0) {
     return zxs_posix_errno_status(errno);
