@@ -29,7 +29,7 @@ ALLOWED = {
     'trace': {'core', 'symbolize', 'util'},
     'export': {'trace', 'symbolize', 'util'},
     # The thread hook (recorder/thread_hook.h) serves the preload library too.
-    'profiler': {'trace', 'export', 'recorder', 'util'},
+    'profiler': {'core', 'trace', 'export', 'recorder', 'util'},
     # recorder_fuchsia.c declares the kernel's calls through backend/fuchsia/zircon_syscalls.h.
     'recorder': {'core', 'trace', 'util', 'backend/fuchsia'},
     # The recording engine is Linux's: it records with the Linux backend's perf layer.

@@ -11,12 +11,15 @@
 // strips DYLD_* variables from protected binaries (those in /usr/bin, /bin, /sbin, /System).
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,7 +54,8 @@ static void usage_record(FILE* out) {
           "Runs PROGRAM with libzxsampler preloaded (" PRELOAD_VARIABLE
           "): every thread it creates\n"
           "is sampled in process, and the profile is written when it exits (exit(), return from\n"
-          "main, or a fatal signal it left at the default action; not _exit() or SIGKILL).\n"
+          "main), or before a signal sent to zxsampler is passed on to it; not when it dies of\n"
+          "a signal it got directly (Ctrl-C at a terminal), _exit() or SIGKILL.\n"
           "Programs it starts are not sampled. zxsampler exits with the program's status.\n"
 #ifdef __APPLE__
           "System Integrity Protection strips " PRELOAD_VARIABLE
@@ -182,8 +186,9 @@ static bool wrote_profile(const char* absolute, const struct stat* before) {
 // The child: PROGRAM exec'd in place with the preload and its settings in the environment; the
 // shell's status when it cannot be run.
 static _Noreturn void exec_preloaded(char** program, const inprocess_args_t* a,
-                                     const char* absolute, const char* preload) {
-  char period[32], buffer[32];
+                                     const char* absolute, const char* preload, int control) {
+  char period[32], buffer[32], control_fd[32];
+  snprintf(control_fd, sizeof(control_fd), "%d", control);
   snprintf(period, sizeof(period), "%lld", 1000000000ll / a->hz);
   snprintf(buffer, sizeof(buffer), "%lld", a->mb << 20);
   // The preload profiles this process through its execs, and no process it starts.
@@ -192,6 +197,8 @@ static _Noreturn void exec_preloaded(char** program, const inprocess_args_t* a,
   if (setenv("ZXSAMPLER_OUTPUT", absolute, 1) != 0 || setenv("ZXSAMPLER_PID", self, 1) != 0 ||
       setenv("ZXSAMPLER_PERIOD_NS", period, 1) != 0 ||
       setenv("ZXSAMPLER_BUFFER_SIZE", buffer, 1) != 0 ||
+      (control >= 0 &&
+       (setenv("ZXSAMPLER_CONTROL_FD", control_fd, 1) != 0 || fcntl(control, F_SETFD, 0) != 0)) ||
       prepend_env(PRELOAD_VARIABLE, preload) != 0) {
     _exit(127);
   }
@@ -202,16 +209,34 @@ static _Noreturn void exec_preloaded(char** program, const inprocess_args_t* a,
 }
 
 // Signals sent to zxsampler by another process are passed on to the program, which decides
-// what they do (its library writes the profile on those that kill it); a terminal's signals
-// (Ctrl-C, Ctrl-\) reach both already and are not sent twice. zxsampler itself waits, and ends
-// as the program did.
+// what they do; before the first, the library writes the profile (asked over the control
+// socket, ZXSAMPLER_CONTROL_FD: it installs no handler in the program, so a program killed by
+// a signal could not write it). A terminal's signals (Ctrl-C, Ctrl-\) reach both already and
+// are not sent twice. zxsampler itself waits, and ends as the program did.
 static volatile sig_atomic_t g_child;
+static volatile sig_atomic_t g_control = -1;  // our end of the control socket
 static const int kRelayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define DUMP_WAIT_MS 30000  // for the library to write the profile (large buffers, slow disks)
+
+// [signal-safe] Asks the library for the profile and waits for its answer (or for the socket to
+// close: the program ended or closed it). Once: the session ends with the profile.
+static void dump_profile(void) {
+  const int control = g_control;
+  if (control < 0) return;
+  g_control = -1;
+  if (write(control, "w", 1) == 1) {
+    struct pollfd p = {.fd = control, .events = POLLIN};
+    char answer;
+    if (poll(&p, 1, DUMP_WAIT_MS) == 1) (void)!read(control, &answer, 1);
+  }
+  close(control);
+}
 
 static void relay_signal(int sig, siginfo_t* info, void* context) {
   (void)context;
   if (info->si_code != SI_USER && info->si_code != SI_QUEUE) return;
   const int saved = errno;
+  dump_profile();
   if (g_child > 0) kill((pid_t)g_child, sig);
   errno = saved;
 }
@@ -221,6 +246,9 @@ static void relay_signal(int sig, siginfo_t* info, void* context) {
 static void relay_signals(sigset_t* blocked) {
   struct sigaction sa = {.sa_sigaction = relay_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
   sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof(kRelayed) / sizeof(kRelayed[0]); i++) {
+    sigaddset(&sa.sa_mask, kRelayed[i]);  // one at a time: the dump is asked once
+  }
   sigemptyset(blocked);
   for (size_t i = 0; i < sizeof(kRelayed) / sizeof(kRelayed[0]); i++) {
     struct sigaction old;
@@ -262,8 +290,8 @@ static void report_profile(const char* program, const inprocess_args_t* a, const
                            const struct stat* before) {
   if (!wrote_profile(absolute, before)) {
     fprintf(stderr,
-            "%s: %s wrote no profile%s: it ended with _exit() or SIGKILL, is statically linked, "
-            "or its loader refused the preload%s\n",
+            "%s: %s wrote no profile%s: it was killed by a signal, ended with _exit(), is "
+            "statically linked, or its loader refused the preload%s\n",
             ZXSAMPLER_PROG, program, before->st_ino != 0 ? " (the old one is left as it was)" : "",
 #ifdef __APPLE__
             " (System Integrity Protection strips " PRELOAD_VARIABLE " from protected binaries)"
@@ -301,6 +329,12 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
   char absolute[PATH_MAX];
   struct stat before;
   if (!prepare_output(a.output, absolute, sizeof(absolute), &before)) return 1;
+  // The control socket (-1 where none can be made: signals are then only relayed).
+  int control[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, control) != 0 ||
+      fcntl(control[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(control[1], F_SETFD, FD_CLOEXEC) != 0) {
+    control[0] = -1;  // (macOS has no SOCK_CLOEXEC)
+  }
   sigset_t relayed;
   relay_signals(&relayed);
   const pid_t child = fork();
@@ -311,7 +345,11 @@ int zxsampler_record_inprocess_main(int argc, char** argv) {
   }
   if (child == 0) {
     unrelay_signals(&relayed);
-    exec_preloaded(argv + optind, &a, absolute, preload);
+    exec_preloaded(argv + optind, &a, absolute, preload, control[0] >= 0 ? control[1] : -1);
+  }
+  if (control[0] >= 0) {
+    close(control[1]);
+    g_control = control[0];
   }
   g_child = child;
   sigprocmask(SIG_UNBLOCK, &relayed, NULL);  // what came meanwhile is passed on now

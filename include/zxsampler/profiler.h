@@ -82,6 +82,16 @@ ZXS_API zx_status_t zxs_profile_convert_selected(const char* in_path, const char
                                                  const zxs_profile_selection_t* selection,
                                                  char* error, size_t error_size);
 
+// Hands the running profiler a control socket (a connected stream socket; the other end belongs
+// to whoever supervises the program, e.g. `zxsampler record --in-process`): a thread of the
+// library's waits on it, and a byte 'w' makes it stop the profiler and write the profile to
+// `path` in `format` (as zxs_profiler_stop() does), then answer 'w' on the same socket. One
+// request; the thread ends after it or when the socket closes. The socket stays the caller's
+// descriptor (the library never closes it). Not async-signal-safe.
+//   ZX_ERR_INVALID_ARGS socket < 0, path NULL or empty, unknown format;
+//   ZX_ERR_BAD_STATE the profiler is not running; ZX_ERR_NO_RESOURCES no thread.
+ZXS_API zx_status_t zxs_profiler_serve(int socket, const char* path, zxs_profile_format_t format);
+
 // Whether a profile can be written to `path` as zxs_profiler_stop() and zxs_profile_convert()
 // write one: into a temporary file beside it, renamed into place. A regular file (kept until a
 // new profile replaces it) or nothing yet; a symbolic link's target file; never a directory,

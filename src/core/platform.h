@@ -89,6 +89,10 @@ zx_status_t zxs_prim_thread_from_native(const void* native, zxs_prim_thread_t* o
 bool zxs_prim_thread_alive(const zxs_prim_thread_t* thread);
 // The thread's name (Linux: its comm), NUL-terminated; ZX_ERR_NOT_FOUND once it has exited.
 zx_status_t zxs_prim_thread_name(zx_koid_t koid, char* buf, size_t size);
+// First thing in a thread the library starts above the backend (a feature's): like the
+// backend's own threads, it is detached from any session a pthread_create interposer attached it
+// to, and never keeps the process alive. Nothing to do where the backend keeps no such list.
+void zxs_prim_thread_is_library(void);
 // The process's name, NUL-terminated.
 zx_status_t zxs_prim_process_name(char* buf, size_t size);
 // Calls zxs_core_thread_exited(koid) when the calling thread exits (once per thread; later
@@ -141,7 +145,8 @@ uint32_t zxs_prim_runtime_self_now(int64_t* cpu_time, int64_t* queue_time);
 // from a sampler thread with the thread suspended (zxs_core_sample_suspended). A source that
 // cannot honour `period` raises it and says so in slot->period (get_stats' effective period).
 
-// Once per process, before the first arm: installs handlers. Idempotent.
+// Once per process, before the first arm: what the sources need process-wide (Linux: picks the
+// sampling signal; its handler is installed when a signal source first arms). Idempotent.
 zx_status_t zxs_prim_sampling_init(void);
 // Writes every sample the backend holds but has not written yet (a source whose samples the
 // kernel buffers, drained by a thread of the backend's) into the regions. Stop calls it before

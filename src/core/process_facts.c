@@ -9,6 +9,8 @@ zx_status_t zxs_facts_process_name(char* buf, size_t size) {
   return zxs_prim_process_name(buf, size);
 }
 
+void zxs_facts_thread_is_library(void) { zxs_prim_thread_is_library(); }
+
 zx_status_t zxs_facts_thread_name(zx_koid_t koid, char* buf, size_t size) {
   return zxs_prim_thread_name(koid, buf, size);
 }

@@ -24,6 +24,9 @@ zx_koid_t zxs_facts_process_koid(void);
 zx_status_t zxs_facts_process_name(char* buf, size_t size);
 // Thread `koid`'s name, NUL-terminated; ZX_ERR_NOT_FOUND once it has exited.
 zx_status_t zxs_facts_thread_name(zx_koid_t koid, char* buf, size_t size);
+// First thing in a thread a feature starts (platform.h: zxs_prim_thread_is_library): never
+// sampled, never keeps the process alive.
+void zxs_facts_thread_is_library(void);
 // [signal-safe] The rate of the ticks in samples and records (util/ticks.h converts).
 uint64_t zxs_facts_ticks_per_second(void);
 // (module_facts.c) Calls `fn` for each module loaded in this process (platform.h:

@@ -5,6 +5,10 @@
 //   ZXSAMPLER_PERIOD_NS    sampling period (default 1 ms)
 //   ZXSAMPLER_BUFFER_SIZE  bytes per CPU (default 16 MiB)
 //   ZXSAMPLER_DUMP_SIGNAL  a signal number that writes the profile and ends sampling
+//   ZXSAMPLER_CONTROL_FD   a socket whose other end `zxsampler record --in-process` holds: a
+//                          byte 'w' on it writes the profile and ends sampling, answered 'w'
+//                          once the file is written (how zxsampler gets the profile before it
+//                          passes a signal on to the program: no handler in the program)
 // The main thread is attached at load time and every thread the program creates with
 // pthread_create is attached as it starts. The profile is written at exit and, only when
 // ZXSAMPLER_DUMP_SIGNAL asks for it, on that signal. No handler is installed for any other
@@ -22,6 +26,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -29,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zxsampler/profiler.h>
 
@@ -51,7 +57,7 @@ static void write_profile(void) {
   if (!atomic_exchange(&g_written, true) && atomic_load(&g_running)) {
     atomic_store(&g_running, false);
     zx_status_t status = zxs_profiler_stop(g_output, ZXS_FORMAT_FXT);
-    if (status != ZX_OK) {
+    if (status != ZX_OK && status != ZX_ERR_BAD_STATE) {  // BAD_STATE: written on request
       fprintf(stderr, "zxsampler: writing %s failed: %s\n", g_output, zxs_status_string(status));
     }
   }
@@ -103,6 +109,33 @@ static bool pipe_cloexec(int fds[2]) {
 #endif
 }
 
+// A thread of the library's: not attached (created without the hooks), every signal blocked (no
+// signal of the program's lands on it), detached.
+static bool start_library_thread(void* (*fn)(void*), void* arg) {
+  pthread_t thread;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the thread inherits the full mask
+  const int err = zxs_thread_hook_real_create(&thread, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err == 0) pthread_detach(thread);
+  return err == 0;
+}
+
+// ZXSAMPLER_CONTROL_FD's descriptor when it is a socket, else -1. It stays open across the
+// profiled process's execs (the last image answers).
+static int control_socket(void) {
+  const char* v = getenv("ZXSAMPLER_CONTROL_FD");
+  if (v == NULL || *v == '\0') return -1;
+  char* end;
+  const long fd = strtol(v, &end, 10);
+  struct stat st;
+  if (*end != '\0' || fd < 0 || fd > INT_MAX || fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    return -1;
+  }
+  return (int)fd;
+}
+
 static long long env_number(const char* name, long long fallback) {
   const char* v = getenv(name);
   if (v == NULL || *v == '\0') return fallback;
@@ -115,7 +148,7 @@ static long long env_number(const char* name, long long fallback) {
 static void forget_environment(void) {
   static const char* const kNames[] = {
       "ZXSAMPLER_OUTPUT",      "ZXSAMPLER_PID", "ZXSAMPLER_DUMP_SIGNAL", "ZXSAMPLER_PERIOD_NS",
-      "ZXSAMPLER_BUFFER_SIZE", "LD_PRELOAD",    "DYLD_INSERT_LIBRARIES"};
+      "ZXSAMPLER_BUFFER_SIZE", "LD_PRELOAD",    "DYLD_INSERT_LIBRARIES", "ZXSAMPLER_CONTROL_FD"};
   for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); i++) unsetenv(kNames[i]);
 }
 
@@ -123,8 +156,10 @@ __attribute__((constructor)) static void preload_start(void) {
   const char* output = getenv("ZXSAMPLER_OUTPUT");
   if (output == NULL || *output == '\0' || strlen(output) >= sizeof(g_output)) return;
   const long long owner = env_number("ZXSAMPLER_PID", 0);
+  const int control = control_socket();
   if (owner != 0 && owner != (long long)getpid()) {
-    forget_environment();  // started by the profiled process: not profiled
+    if (control >= 0) close(control);  // zxsampler's socket is the profiled process's
+    forget_environment();              // started by the profiled process: not profiled
     return;
   }
   snprintf(g_output, sizeof(g_output), "%s", output);
@@ -143,15 +178,7 @@ __attribute__((constructor)) static void preload_start(void) {
   atexit(write_profile);
 
   (void)zxs_thread_start_hook_add(attach_started_thread);  // the first of its hooks: no failure
+  if (control >= 0) (void)zxs_profiler_serve(control, g_output, ZXS_FORMAT_FXT);
   if (dump_signal <= 0 || dump_signal >= NSIG || !pipe_cloexec(g_pipe)) return;
-  pthread_t watcher;  // not attached: created without the hooks
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);  // the watcher inherits the full mask
-  const int err = zxs_thread_hook_real_create(&watcher, NULL, signal_watcher, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (err == 0) {
-    pthread_detach(watcher);
-    catch_dump_signal(dump_signal);
-  }
+  if (start_library_thread(signal_watcher, NULL)) catch_dump_signal(dump_signal);
 }

@@ -2,16 +2,20 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zxsampler/fxt.h>
 #include <zxsampler/object.h>
 #include <zxsampler/profiler.h>
 #include <zxsampler/sampler.h>
 
 #include "export.h"
+#include "process_facts.h"
 #include "trace_file.h"
 #include "trace_output.h"
 
@@ -163,6 +167,68 @@ zx_status_t zxs_profiler_stop(const char* path, zxs_profile_format_t format) {
   free(trace);
   return status;
 }
+
+// --- Serving a supervisor ----------------------------------------------------------------------
+
+typedef struct serve {
+  int socket;
+  struct stat id;  // the socket, known by this if the program closed it and reused its number
+  zxs_profile_format_t format;
+  char path[];
+} serve_t;
+
+// A thread of the library's, every signal blocked: one profile on request.
+static void* serve_thread(void* arg) {
+  serve_t* s = arg;
+  zxs_facts_thread_is_library();
+  char request;
+  ssize_t n;
+  while ((n = read(s->socket, &request, 1)) < 0 && errno == EINTR) {
+  }
+  if (n == 1 && request == 'w') {
+    (void)zxs_profiler_stop(s->path, s->format);
+    struct stat now;
+    if (fstat(s->socket, &now) == 0 && now.st_ino == s->id.st_ino && now.st_dev == s->id.st_dev) {
+      (void)!write(s->socket, "w", 1);
+    }
+  }
+  free(s);
+  return NULL;
+}
+
+zx_status_t zxs_profiler_serve(int socket, const char* path, zxs_profile_format_t format) {
+  if (socket < 0 || path == NULL || path[0] == '\0' || format > ZXS_FORMAT_TOP) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  pthread_mutex_lock(&g_lock);
+  const bool running = g_iob != ZX_HANDLE_INVALID;
+  pthread_mutex_unlock(&g_lock);
+  if (!running) return ZX_ERR_BAD_STATE;
+  const size_t len = strlen(path);
+  serve_t* s = malloc(sizeof(*s) + len + 1);
+  if (s == NULL) return ZX_ERR_NO_MEMORY;
+  s->socket = socket;
+  s->format = format;
+  memcpy(s->path, path, len + 1);
+  if (fstat(socket, &s->id) != 0) {
+    free(s);
+    return ZX_ERR_INVALID_ARGS;
+  }
+  pthread_t thread;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the thread inherits the full mask
+  const int err = pthread_create(&thread, NULL, serve_thread, s);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err != 0) {
+    free(s);
+    return ZX_ERR_NO_RESOURCES;
+  }
+  pthread_detach(thread);
+  return ZX_OK;
+}
+
+// --- Files ------------------------------------------------------------------------------------
 
 static void set_error(char* error, size_t size, const char* what, const char* path) {
   if (error != NULL && size > 0) snprintf(error, size, "%s %s: %s", what, path, strerror(errno));

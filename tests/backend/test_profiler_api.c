@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zxsampler/zxsampler.h>
@@ -150,6 +151,35 @@ static void a_full_buffer_is_reported_as_lost(void** state) {
   unlink(path);
 }
 
+// zxs_profiler_serve: a supervisor asks over a socket, the library writes the profile and says so.
+static void serve_writes_the_profile_on_request(void** state) {
+  (void)state;
+  int pair[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  assert_int_equal(zxs_profiler_serve(pair[1], "/tmp/x.fxt", ZXS_FORMAT_FXT), ZX_ERR_BAD_STATE);
+  zxs_profiler_options_t options = {.period = 1000000};
+  assert_int_equal(zxs_profiler_start(&options), ZX_OK);
+  assert_int_equal(zxs_profiler_serve(-1, "/tmp/x.fxt", ZXS_FORMAT_FXT), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_profiler_serve(pair[1], "", ZXS_FORMAT_FXT), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_profiler_serve(pair[1], NULL, ZXS_FORMAT_FXT), ZX_ERR_INVALID_ARGS);
+  char path[] = "/tmp/zxs_profiler_serve_XXXXXX";
+  close(mkstemp(path));
+  assert_int_equal(zxs_profiler_serve(pair[1], path, ZXS_FORMAT_FXT), ZX_OK);
+  spin_for_cpu_ms(100);
+  assert_int_equal(write(pair[0], "w", 1), 1);
+  char answer = 0;
+  assert_int_equal(read(pair[0], &answer, 1), 1);  // blocks until the file is written
+  assert_int_equal(answer, 'w');
+  uint64_t samples = 0;
+  assert_int_equal(zxs_profile_count_samples(path, &samples, NULL, NULL, 0), ZX_OK);
+  assert_true(samples > 0);
+  // The request stopped the profiler: a later stop has nothing to write.
+  assert_int_equal(zxs_profiler_stop(path, ZXS_FORMAT_FXT), ZX_ERR_BAD_STATE);
+  unlink(path);
+  close(pair[0]);
+  close(pair[1]);
+}
+
 // zxs_profile_check_output: the rules every writer follows, checked before anything is written.
 static void check_output_follows_the_writers_rules(void** state) {
   (void)state;
@@ -235,6 +265,7 @@ int main(void) {
       cmocka_unit_test(a_full_buffer_is_reported_as_lost),
       cmocka_unit_test(convert_reports_bad_input),
       cmocka_unit_test(check_output_follows_the_writers_rules),
+      cmocka_unit_test(serve_writes_the_profile_on_request),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -430,6 +430,8 @@ zx_status_t zxs_prim_watch_thread_exit(const zxs_prim_thread_t* thread) {
 
 void zxs_prim_unwatch_thread_exit(zx_koid_t koid) { (void)koid; }
 
+void zxs_prim_thread_is_library(void) {}
+
 zx_status_t zxs_prim_thread_name(zx_koid_t koid, char* buf, size_t size) {
   snprintf(buf, size, "fake-%llu", (unsigned long long)koid);
   return ZX_OK;

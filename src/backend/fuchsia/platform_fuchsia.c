@@ -33,6 +33,9 @@ zx_status_t zxs_prim_process_name(char* buf, size_t size) {
   return task_name(zx_process_self(), buf, size);
 }
 
+// The kernel keeps no list of the library's threads: nothing to mark.
+void zxs_prim_thread_is_library(void) {}
+
 zx_status_t zxs_prim_thread_name(zx_koid_t koid, char* buf, size_t size) {
   zx_handle_t thread;
   zx_status_t status = zx_object_get_child(zx_process_self(), koid, ZX_RIGHT_GET_PROPERTY, &thread);

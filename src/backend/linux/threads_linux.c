@@ -363,6 +363,8 @@ zx_status_t zxs_prim_notify_on_thread_exit(void) {
   return ZX_OK;
 }
 
+void zxs_prim_thread_is_library(void) { zxs_linux_internal_thread_started(); }
+
 void zxs_linux_internal_thread_started(void) {
   const pid_t tid = current_tid();
   zxs_core_thread_exited((zx_koid_t)tid);

@@ -80,6 +80,9 @@ bool zxs_prim_thread_alive(const zxs_prim_thread_t* thread) {
          zxs_macos_thread_id((mach_port_t)thread->native, &id) && id == thread->koid;
 }
 
+// No pthread_exit hook on macOS keeps a list of the library's threads: nothing to mark.
+void zxs_prim_thread_is_library(void) {}
+
 zx_status_t zxs_prim_thread_name(zx_koid_t koid, char* buf, size_t size) {
   if (buf == NULL || size == 0 || koid == 0) {
     return ZX_ERR_INVALID_ARGS;
