@@ -37,6 +37,14 @@ static bool expect(const char** p, const char* end, const char* word) {
   return true;
 }
 
+// The value of a hex digit, or -1.
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* name, size_t len,
                               const char* hex, size_t hex_len) {
   if (id != list->count || hex_len % 2 != 0 || hex_len / 2 > ZXS_BUILD_ID_MAX) {
@@ -52,14 +60,14 @@ static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* 
   memcpy(m->path, name, len);
   m->path[len] = '\0';
   m->kind = strcmp(m->path, "[vdso]") == 0 ? ZXS_MODULE_VDSO : ZXS_MODULE_SHARED;
+  // In the list from here on, so that zxs_modules_free() frees its path whatever comes next.
+  list->count++;
   for (size_t i = 0; i < hex_len / 2; i++) {
-    unsigned v;
-    char byte[3] = {hex[2 * i], hex[2 * i + 1], '\0'};
-    if (sscanf(byte, "%2x", &v) != 1) return ZX_ERR_IO_DATA_INTEGRITY;
-    m->build_id[i] = (uint8_t)v;
+    const int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return ZX_ERR_IO_DATA_INTEGRITY;  // not hex (sscanf took "+1", " 1")
+    m->build_id[i] = (uint8_t)(hi << 4 | lo);
   }
   m->build_id_size = hex_len / 2;
-  list->count++;
   return ZX_OK;
 }
 
