@@ -406,8 +406,10 @@ static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso) {
       continue;
     }
     const zxs_profile_process_t* process = &p->processes[loc->process];
-    const zxs_module_list_t view = {.modules = p->modules.modules + process->module_first,
-                                    .count = process->module_count};
+    // No modules at all: NULL, not NULL + 0 (undefined in C; the fuzzer found it).
+    const zxs_module_list_t view = {
+        .modules = p->modules.modules != NULL ? p->modules.modules + process->module_first : NULL,
+        .count = process->module_count};
     const zxs_module_t* m;
     uint64_t file_address;
     if (zxs_modules_file_address(&view, loc->address,
