@@ -82,7 +82,8 @@ ZXS_API zx_status_t zxs_profile_convert_selected(const char* in_path, const char
                                                  const zxs_profile_selection_t* selection,
                                                  char* error, size_t error_size);
 
-// "fxt", "pprof", "folded", "svg" (or "flamegraph"), "markup", "top". False if unknown.
+// "fxt", "pprof", "folded", "svg" (or "flamegraph"), "markup", "top". False if unknown, or if
+// name or out is NULL.
 ZXS_API bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out);
 
 #ifdef __cplusplus

@@ -11,6 +11,7 @@
 // cmocka after the standard headers it needs.
 #include <cmocka.h>
 #include <zxsampler/fxt.h>
+#include <zxsampler/profiler.h>
 
 #include "export.h"
 #include "fake_platform.h"
@@ -179,6 +180,17 @@ static void test_module_file_offsets(void** state) {
                    ZX_ERR_IO_DATA_INTEGRITY);
 }
 
+// The profiler's name lookup answers false for NULL (an output NULL crashed it).
+static void test_format_from_name_null(void** state) {
+  (void)state;
+  zxs_profile_format_t format = ZXS_FORMAT_FXT;
+  assert_false(zxs_profile_format_from_name("pprof", NULL));
+  assert_false(zxs_profile_format_from_name(NULL, &format));
+  assert_false(zxs_profile_format_from_name(NULL, NULL));
+  assert_true(zxs_profile_format_from_name("pprof", &format));
+  assert_int_equal(format, ZXS_FORMAT_PPROF);
+}
+
 // A module line that fails to parse is refused and leaves nothing behind (LeakSanitizer found
 // the path of a module whose build ID was not hex kept out of the list, and so never freed).
 static void test_malformed_module_lines(void** state) {
@@ -321,6 +333,7 @@ int main(void) {
       cmocka_unit_test(test_select),
       cmocka_unit_test(test_module_file_offsets),
       cmocka_unit_test(test_malformed_module_lines),
+      cmocka_unit_test(test_format_from_name_null),
       cmocka_unit_test(test_captured_modules_through_the_trace),
       cmocka_unit_test(test_task_runtime),
   };
