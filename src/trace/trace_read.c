@@ -156,7 +156,8 @@ static zx_status_t parse_file_offset_line(const char* p, const char* eol, zxs_se
 
 zx_status_t zxs_modules_from_markup(const char* text, size_t size, zxs_module_list_t* out) {
   memset(out, 0, sizeof(*out));
-  const char* end = text + size;
+  // An empty payload may come as NULL: NULL + 0 is undefined in C (the fuzzer found it).
+  const char* end = text != NULL ? text + size : NULL;
   zx_status_t status = ZX_OK;
   zxs_segment_t* last = NULL;  // of the last mmap line, until the next line
   for (const char* line = text; line < end && status == ZX_OK;) {
@@ -481,6 +482,7 @@ static int compare_kernel_symbols(const void* a, const void* b) {
 // Lines "START END NAME" (hex addresses).
 static zx_status_t read_kernel_symbols(builder_t* b, const char* text, size_t size) {
   zxs_profile_t* p = b->profile;
+  if (text == NULL) return ZX_OK;  // empty (and NULL + 0 is undefined)
   for (const char* line = text; line < text + size;) {
     const char* eol = memchr(line, '\n', (size_t)(text + size - line));
     if (eol == NULL) eol = text + size;
