@@ -12,6 +12,11 @@
 extern "C" {
 #endif
 
+// NULL: every zxs_fxt_write_*() answers a NULL buf with ZX_ERR_INVALID_ARGS; the calls without
+// a status (zxs_fxt_buf_init/destroy/reset, zxs_fxt_region_iter_init, zxs_fxt_reader_destroy)
+// do nothing with NULL, as free() does; zxs_fxt_region_next() and zxs_fxt_reader_next() answer
+// false for a NULL iterator, reader or record (and leave their state as it was).
+
 // --- The sampler's record ---------------------------------------------------------------------
 
 // Words of the kernel's sample record for n PCs: 6 + n.
@@ -21,7 +26,8 @@ extern "C" {
 // Large BLOB with metadata: header, 0 (empty category and name, no arguments, inline thread),
 // ticks, process koid, thread koid, 8 * n, then the PCs innermost first.
 // `out` has room for ZXS_FXT_SAMPLE_WORDS(n) words; the header is stored last.
-// Returns the number of words written, 0 if n is out of range. Async-signal-safe.
+// Returns the number of words written, 0 if n is out of range or out or pcs is NULL.
+// Async-signal-safe.
 ZXS_API size_t zxs_fxt_encode_sample(uint64_t* out, uint64_t ticks, zx_koid_t process_koid,
                                      zx_koid_t thread_koid, const uint64_t* pcs, size_t n);
 

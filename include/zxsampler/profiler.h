@@ -107,7 +107,8 @@ ZXS_API zx_status_t zxs_profile_check_output(const char* path, char* error, size
 ZXS_API zx_status_t zxs_profile_count_samples(const char* path, uint64_t* samples, uint64_t* lost,
                                               char* error, size_t error_size);
 
-// "fxt", "pprof", "folded", "svg" (or "flamegraph"), "markup", "top". False if unknown.
+// "fxt", "pprof", "folded", "svg" (or "flamegraph"), "markup", "top". False if unknown, or if
+// name or out is NULL.
 ZXS_API bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out);
 
 #ifdef __cplusplus

@@ -99,7 +99,8 @@ ZXS_API zx_status_t zxs_recorder_stop(void);
 ZXS_API zx_status_t zxs_trace_alert(const char* name);
 
 // One period of a real-time task. The caller sets `name` (the alert's; NULL is "deadline") and
-// zero-initializes the rest, which is the library's.
+// zero-initializes the rest, which is the library's (reserved0 says whether a period is open,
+// reserved[0] which thread began it).
 typedef struct zxs_deadline {
   const char* name;
   zx_duration_t budget;
@@ -111,21 +112,33 @@ typedef struct zxs_deadline {
   uint64_t reserved[4];
 } zxs_deadline_t;
 
-// Begins a period that should take at most `budget` ns of wall time: reads the thread's CPU and
-// queue time (two system calls on an attached thread; a begin+end pair costs about 2 us here,
-// README). Async-signal-safe; never blocks, allocates or locks.
-ZXS_API void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget);
+// Begins a period that should take at most `budget` ns of wall time: reads the monotonic clock,
+// then the thread's CPU and queue time (two system calls on an attached thread; a begin+end pair
+// costs about 2 us here, README). Beginning a period that was not ended starts it again.
+// Async-signal-safe; never blocks, allocates or locks.
+//   ZX_OK                 begun.
+//   ZX_ERR_INVALID_ARGS   d is NULL; budget is 0 or negative (d is then not begun: its end
+//                         answers ZX_ERR_BAD_STATE and raises nothing).
+ZXS_API zx_status_t zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget);
 
-// Ends the period begun by zxs_deadline_begin(). Returns true when it took longer than its
-// budget, and then raises an alert named d->name as zxs_trace_alert() does (rate limit included;
-// nothing is written while the recorder is not running) carrying the period's breakdown: wall
-// time, budget, and the deltas of the thread's cpu_time and queue_time (read here) and of its
-// page_fault_time and lock_contention_time (found by the writer thread, which keeps the last
-// 0.5 s of them: a longer period counts its last 0.5 s; ZX_INFO_TASK_RUNTIME's fields as in
-// object.h, each only where the host measures it). Returns false when the period was on time,
-// after one read of the monotonic clock (the CPU and queue times are read only for a late
-// period, just after its end). Async-signal-safe; never blocks, allocates or locks.
-ZXS_API bool zxs_deadline_end(zxs_deadline_t* d);
+// Ends the period begun by zxs_deadline_begin(). When it took longer than its budget, raises an
+// alert named d->name as zxs_trace_alert() does (rate limit included; nothing is written while
+// the recorder is not running) carrying the period's breakdown: wall time, budget, and the deltas
+// of the thread's cpu_time and queue_time (read here, before the clock, so that cpu_time +
+// queue_time never exceed the wall time) and of its page_fault_time and lock_contention_time
+// (found by the writer thread, which keeps the last 0.5 s of them: a longer period counts its
+// last 0.5 s; ZX_INFO_TASK_RUNTIME's fields as in object.h, each only where the host measures it).
+// A period ended on another thread than the one that began it carries its wall time and budget
+// only. An on-time period costs one read of the monotonic clock. Async-signal-safe; never
+// blocks, allocates or locks.
+//   ZX_OK                 on time.
+//   ZX_ERR_TIMED_OUT      late (the alert raised, or dropped as zxs_trace_alert() says).
+//   ZX_ERR_INVALID_ARGS   d is NULL.
+//   ZX_ERR_BAD_STATE      d is not begun: never, ended already, or its begin was refused.
+//                         Nothing is raised.
+// (Up to 0.1.0 this returned bool, true when late: `if (zxs_deadline_end(&d))` still reads "not
+// on time"; compare with ZX_ERR_TIMED_OUT to tell a late period from misuse.)
+ZXS_API zx_status_t zxs_deadline_end(zxs_deadline_t* d);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -418,6 +418,7 @@ static bool frame(size_t size, size_t offset, uint64_t h, size_t* words, zxs_fxt
 }
 
 void zxs_fxt_region_iter_init(zxs_fxt_region_iter_t* it, const void* data, size_t size) {
+  if (it == NULL) return;
   it->data = (const uint8_t*)data;
   it->size = data == NULL ? 0 : size;
   it->offset = 0;
@@ -428,7 +429,7 @@ void zxs_fxt_region_iter_init(zxs_fxt_region_iter_t* it, const void* data, size_
 }
 
 bool zxs_fxt_region_next(zxs_fxt_region_iter_t* it, zxs_fxt_record_t* rec) {
-  if (it->done) {
+  if (it == NULL || rec == NULL || it->done) {
     return false;
   }
   size_t words = 0;
@@ -480,6 +481,7 @@ zx_status_t zxs_fxt_reader_init(zxs_fxt_reader_t* reader, const void* data, size
 }
 
 void zxs_fxt_reader_destroy(zxs_fxt_reader_t* reader) {
+  if (reader == NULL) return;
   free(reader->tables);
   reader->tables = NULL;
   reader->done = true;
@@ -525,7 +527,7 @@ static bool reader_step(zxs_fxt_reader_t* r, zxs_fxt_record_t* rec) {
 }
 
 bool zxs_fxt_reader_next(zxs_fxt_reader_t* reader, zxs_fxt_record_t* rec) {
-  if (reader->done || reader->tables == NULL) {
+  if (reader == NULL || rec == NULL || reader->done || reader->tables == NULL) {
     return false;
   }
   if (reader->offset == reader->size && reader->offset != 0) {

@@ -4,7 +4,7 @@
 
 size_t zxs_fxt_encode_sample(uint64_t* out, uint64_t ticks, zx_koid_t process_koid,
                              zx_koid_t thread_koid, const uint64_t* pcs, size_t n) {
-  if (n == 0 || n > ZX_SAMPLER_MAX_FRAMES) {
+  if (out == NULL || pcs == NULL || n == 0 || n > ZX_SAMPLER_MAX_FRAMES) {
     return 0;
   }
   const size_t words = ZXS_FXT_SAMPLE_WORDS(n);

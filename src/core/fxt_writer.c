@@ -7,6 +7,7 @@
 #define WORDS(bytes) (((bytes) + 7u) / 8u)
 
 void zxs_fxt_buf_init(zxs_fxt_buf_t* buf) {
+  if (buf == NULL) return;
   buf->data = NULL;
   buf->len = 0;
   buf->cap = 0;
@@ -14,11 +15,13 @@ void zxs_fxt_buf_init(zxs_fxt_buf_t* buf) {
 }
 
 void zxs_fxt_buf_destroy(zxs_fxt_buf_t* buf) {
+  if (buf == NULL) return;
   free(buf->data);
   zxs_fxt_buf_init(buf);
 }
 
 void zxs_fxt_buf_reset(zxs_fxt_buf_t* buf) {
+  if (buf == NULL) return;
   buf->len = 0;
   buf->status = ZX_OK;
 }
@@ -227,6 +230,9 @@ static uint64_t header(uint32_t type, size_t words) {
 }
 
 zx_status_t zxs_fxt_write_raw(zxs_fxt_buf_t* buf, const void* data, size_t size) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -242,6 +248,9 @@ zx_status_t zxs_fxt_write_raw(zxs_fxt_buf_t* buf, const void* data, size_t size)
 }
 
 zx_status_t zxs_fxt_write_magic(zxs_fxt_buf_t* buf) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -254,6 +263,9 @@ zx_status_t zxs_fxt_write_magic(zxs_fxt_buf_t* buf) {
 }
 
 zx_status_t zxs_fxt_write_initialization(zxs_fxt_buf_t* buf, uint64_t ticks_per_second) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -271,6 +283,9 @@ zx_status_t zxs_fxt_write_initialization(zxs_fxt_buf_t* buf, uint64_t ticks_per_
 
 zx_status_t zxs_fxt_write_provider_info(zxs_fxt_buf_t* buf, uint32_t provider_id, const char* name,
                                         size_t name_len) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -289,6 +304,9 @@ zx_status_t zxs_fxt_write_provider_info(zxs_fxt_buf_t* buf, uint32_t provider_id
 }
 
 zx_status_t zxs_fxt_write_provider_section(zxs_fxt_buf_t* buf, uint32_t provider_id) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -302,6 +320,9 @@ zx_status_t zxs_fxt_write_provider_section(zxs_fxt_buf_t* buf, uint32_t provider
 }
 
 zx_status_t zxs_fxt_write_string(zxs_fxt_buf_t* buf, uint32_t index, const char* data, size_t len) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -322,6 +343,9 @@ zx_status_t zxs_fxt_write_string(zxs_fxt_buf_t* buf, uint32_t index, const char*
 
 zx_status_t zxs_fxt_write_thread(zxs_fxt_buf_t* buf, uint32_t index, zx_koid_t process_koid,
                                  zx_koid_t thread_koid) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -340,6 +364,9 @@ zx_status_t zxs_fxt_write_thread(zxs_fxt_buf_t* buf, uint32_t index, zx_koid_t p
 
 zx_status_t zxs_fxt_write_kernel_object(zxs_fxt_buf_t* buf, const zxs_fxt_kernel_object_t* obj,
                                         const zxs_fxt_arg_t* args, size_t num_args) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -368,6 +395,9 @@ zx_status_t zxs_fxt_write_kernel_object(zxs_fxt_buf_t* buf, const zxs_fxt_kernel
 
 zx_status_t zxs_fxt_write_instant_event(zxs_fxt_buf_t* buf, const zxs_fxt_event_t* event,
                                         const zxs_fxt_arg_t* args, size_t num_args) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -431,6 +461,9 @@ static uint64_t large_blob_header(uint64_t words, unsigned format) {
 
 zx_status_t zxs_fxt_write_large_blob(zxs_fxt_buf_t* buf, const zxs_fxt_large_blob_t* blob,
                                      const zxs_fxt_arg_t* args, size_t num_args) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }
@@ -469,6 +502,9 @@ zx_status_t zxs_fxt_write_large_blob(zxs_fxt_buf_t* buf, const zxs_fxt_large_blo
 }
 
 zx_status_t zxs_fxt_write_attachment(zxs_fxt_buf_t* buf, const zxs_fxt_large_blob_t* blob) {
+  if (buf == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
   if (buf->status != ZX_OK) {
     return buf->status;
   }

@@ -79,6 +79,7 @@ zx_status_t zxs_profiler_attach_thread(pthread_t thread) {
 }
 
 bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out) {
+  if (name == NULL || out == NULL) return false;
   static const struct {
     const char* name;
     zxs_profile_format_t format;

@@ -44,6 +44,7 @@ typedef struct alert {
   zx_koid_t tid;
   zx_time_t at;  // monotonic ns: the alert, or the end of the late period
   bool has_period;
+  bool one_thread;  // the period began and ended on `tid`: its fault and lock time are asked
   zx_time_t begin;  // of the late period
   zx_duration_t budget;
   int64_t cpu_time, queue_time;
@@ -125,27 +126,54 @@ zx_status_t zxs_trace_alert(const char* name) {
   return ZX_OK;
 }
 
-void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
+// zxs_deadline_t.reserved0 of a period begun and not yet ended (zero-initialized: not begun).
+#define DEADLINE_OPEN 0x7a78646cu  // "zxdl"
+// zxs_deadline_t.reserved[0]: the thread that began it (its CPU and queue times are in the
+// deadline).
+#define DEADLINE_TID reserved[0]
+
+zx_status_t zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
+  if (d == NULL) return ZX_ERR_INVALID_ARGS;
+  if (budget <= 0) {
+    d->reserved0 = 0;  // its end answers BAD_STATE and raises nothing
+    return ZX_ERR_INVALID_ARGS;
+  }
   const int saved = errno;  // async-signal-safe callers expect it kept
   d->budget = budget;
+  // The clock first, the thread's times after it: the period's wall time then holds all of the
+  // CPU and queue time its breakdown counts (at the end: the times, then the clock).
+  d->begin = now_ns();
   d->fields = zxs_facts_runtime_self_now(&d->cpu_begin, &d->queue_begin);
-  d->begin = now_ns();  // last: the reads above belong to the period's start, not to it
+  d->DEADLINE_TID = zxs_facts_current_thread_koid();
+  d->reserved0 = DEADLINE_OPEN;
   errno = saved;
+  return ZX_OK;
 }
 
-bool zxs_deadline_end(zxs_deadline_t* d) {
-  const zx_time_t end = now_ns();
-  if (end - d->begin <= d->budget) return false;
+zx_status_t zxs_deadline_end(zxs_deadline_t* d) {
+  if (d == NULL) return ZX_ERR_INVALID_ARGS;
+  if (d->reserved0 != DEADLINE_OPEN) return ZX_ERR_BAD_STATE;  // never begun, or ended already
+  d->reserved0 = 0;
+  if (now_ns() - d->begin <= d->budget) return ZX_OK;
   const int saved = errno;
   int64_t cpu, queue;
-  const uint32_t fields = zxs_facts_runtime_self_now(&cpu, &queue) & d->fields;
+  uint32_t fields = zxs_facts_runtime_self_now(&cpu, &queue) & d->fields;
+  // Ended on another thread than the one that began it: the times read here are not the
+  // period's, the alert carries its wall time only.
+  const zx_koid_t tid = zxs_facts_current_thread_koid();
+  const bool one_thread = tid == (zx_koid_t)d->DEADLINE_TID;
+  if (!one_thread) fields = 0;
+  // Read after the thread's times, so that the wall time holds them (a preemption between the
+  // reads is in both, not only in queue_time).
+  const zx_time_t end = now_ns();
   errno = saved;
   alert_t* a;
   if (claim_slot(end, &a) == ZX_OK) {
     copy_name(a->name, d->name, "deadline");
-    a->tid = zxs_facts_current_thread_koid();
+    a->tid = tid;
     a->at = end;
     a->has_period = true;
+    a->one_thread = one_thread;
     a->begin = d->begin;
     a->budget = d->budget;
     a->cpu_time = cpu - d->cpu_begin;
@@ -153,7 +181,7 @@ bool zxs_deadline_end(zxs_deadline_t* d) {
     a->fields = fields;
     publish(a);
   }
-  return true;
+  return ZX_ERR_TIMED_OUT;
 }
 
 // --- The writer thread ------------------------------------------------------------------------
@@ -167,21 +195,43 @@ static void add_arg(zxs_fxt_arg_t* args, size_t* n, const char* name, int64_t ns
   (*n)++;
 }
 
+// The period's cpu_time and queue_time, their sum at most its wall time. The reads are ordered
+// so that the wall time holds both (zxs_deadline_begin/end), but the two are the scheduler's
+// clock (sched_clock, per CPU) and the wall time is CLOCK_MONOTONIC, which NTP slews by up to
+// 500 ppm against it: a sum past the wall by that much is the clocks' disagreement, not time
+// the thread spent, and comes off queue_time (then cpu_time), the coarser of the two.
+static void breakdown_within_wall(zx_duration_t wall, const alert_t* a, int64_t* cpu,
+                                  int64_t* queue) {
+  const bool has_cpu = (a->fields & ZXS_TASK_RUNTIME_CPU_TIME) != 0;
+  const bool has_queue = (a->fields & ZXS_TASK_RUNTIME_QUEUE_TIME) != 0;
+  *cpu = has_cpu && a->cpu_time > 0 ? a->cpu_time : 0;
+  *queue = has_queue && a->queue_time > 0 ? a->queue_time : 0;
+  if (wall <= 0) {
+    *cpu = *queue = 0;
+    return;
+  }
+  if (*cpu > wall) *cpu = wall;
+  if (*queue > wall - *cpu) *queue = wall - *cpu;
+}
+
 // The alert's instant event, with the late period's breakdown.
 static zx_status_t write_alert_event(const alert_t* a, zxs_fxt_buf_t* events) {
   zxs_fxt_arg_t args[6];
   memset(args, 0, sizeof(args));
   size_t n = 0;
   if (a->has_period) {
-    add_arg(args, &n, ZXS_TRACE_ALERT_WALL_ARG, a->at - a->begin);
+    const zx_duration_t wall = a->at - a->begin;
+    int64_t cpu = 0, queue = 0;
+    breakdown_within_wall(wall, a, &cpu, &queue);
+    add_arg(args, &n, ZXS_TRACE_ALERT_WALL_ARG, wall);
     add_arg(args, &n, ZXS_TRACE_ALERT_BUDGET_ARG, a->budget);
-    if (a->fields & ZXS_TASK_RUNTIME_CPU_TIME)
-      add_arg(args, &n, ZXS_TRACE_ALERT_CPU_ARG, a->cpu_time);
+    if (a->fields & ZXS_TASK_RUNTIME_CPU_TIME) add_arg(args, &n, ZXS_TRACE_ALERT_CPU_ARG, cpu);
     if (a->fields & ZXS_TASK_RUNTIME_QUEUE_TIME) {
-      add_arg(args, &n, ZXS_TRACE_ALERT_QUEUE_ARG, a->queue_time);
+      add_arg(args, &n, ZXS_TRACE_ALERT_QUEUE_ARG, queue);
     }
     zx_info_task_runtime_t rt;
-    const uint32_t rt_fields = zxs_facts_runtime_between(a->tid, a->begin, a->at, &rt);
+    const uint32_t rt_fields =
+        a->one_thread ? zxs_facts_runtime_between(a->tid, a->begin, a->at, &rt) : 0;
     if (rt_fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) {
       add_arg(args, &n, ZXS_TRACE_ALERT_FAULT_ARG, rt.page_fault_time);
     }

@@ -26,10 +26,25 @@ static zx_time_t now_ns(void) {
   return (zx_time_t)zxs_ticks_to_ns((uint64_t)zx_ticks_get(), (uint64_t)zx_ticks_per_second());
 }
 
-void zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
+// As recorder.c, without the alert and the thread's times.
+#define DEADLINE_OPEN 0x7a78646cu
+
+zx_status_t zxs_deadline_begin(zxs_deadline_t* d, zx_duration_t budget) {
+  if (d == NULL) return ZX_ERR_INVALID_ARGS;
+  if (budget <= 0) {
+    d->reserved0 = 0;
+    return ZX_ERR_INVALID_ARGS;
+  }
   d->budget = budget;
   d->fields = 0;
   d->begin = now_ns();
+  d->reserved0 = DEADLINE_OPEN;
+  return ZX_OK;
 }
 
-bool zxs_deadline_end(zxs_deadline_t* d) { return now_ns() - d->begin > d->budget; }
+zx_status_t zxs_deadline_end(zxs_deadline_t* d) {
+  if (d == NULL) return ZX_ERR_INVALID_ARGS;
+  if (d->reserved0 != DEADLINE_OPEN) return ZX_ERR_BAD_STATE;
+  d->reserved0 = 0;
+  return now_ns() - d->begin > d->budget ? ZX_ERR_TIMED_OUT : ZX_OK;
+}

@@ -37,6 +37,14 @@ static bool expect(const char** p, const char* end, const char* word) {
   return true;
 }
 
+// The value of a hex digit, or -1.
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* name, size_t len,
                               const char* hex, size_t hex_len) {
   if (id != list->count || hex_len % 2 != 0 || hex_len / 2 > ZXS_BUILD_ID_MAX) {
@@ -52,14 +60,14 @@ static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* 
   memcpy(m->path, name, len);
   m->path[len] = '\0';
   m->kind = strcmp(m->path, "[vdso]") == 0 ? ZXS_MODULE_VDSO : ZXS_MODULE_SHARED;
+  // In the list from here on, so that zxs_modules_free() frees its path whatever comes next.
+  list->count++;
   for (size_t i = 0; i < hex_len / 2; i++) {
-    unsigned v;
-    char byte[3] = {hex[2 * i], hex[2 * i + 1], '\0'};
-    if (sscanf(byte, "%2x", &v) != 1) return ZX_ERR_IO_DATA_INTEGRITY;
-    m->build_id[i] = (uint8_t)v;
+    const int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return ZX_ERR_IO_DATA_INTEGRITY;  // not hex (sscanf took "+1", " 1")
+    m->build_id[i] = (uint8_t)(hi << 4 | lo);
   }
   m->build_id_size = hex_len / 2;
-  list->count++;
   return ZX_OK;
 }
 
@@ -148,7 +156,8 @@ static zx_status_t parse_file_offset_line(const char* p, const char* eol, zxs_se
 
 zx_status_t zxs_modules_from_markup(const char* text, size_t size, zxs_module_list_t* out) {
   memset(out, 0, sizeof(*out));
-  const char* end = text + size;
+  // An empty payload may come as NULL: NULL + 0 is undefined in C (the fuzzer found it).
+  const char* end = text != NULL ? text + size : NULL;
   zx_status_t status = ZX_OK;
   zxs_segment_t* last = NULL;  // of the last mmap line, until the next line
   for (const char* line = text; line < end && status == ZX_OK;) {
@@ -398,8 +407,10 @@ static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso) {
       continue;
     }
     const zxs_profile_process_t* process = &p->processes[loc->process];
-    const zxs_module_list_t view = {.modules = p->modules.modules + process->module_first,
-                                    .count = process->module_count};
+    // No modules at all: NULL, not NULL + 0 (undefined in C; the fuzzer found it).
+    const zxs_module_list_t view = {
+        .modules = p->modules.modules != NULL ? p->modules.modules + process->module_first : NULL,
+        .count = process->module_count};
     const zxs_module_t* m;
     uint64_t file_address;
     if (zxs_modules_file_address(&view, loc->address,
@@ -471,6 +482,7 @@ static int compare_kernel_symbols(const void* a, const void* b) {
 // Lines "START END NAME" (hex addresses).
 static zx_status_t read_kernel_symbols(builder_t* b, const char* text, size_t size) {
   zxs_profile_t* p = b->profile;
+  if (text == NULL) return ZX_OK;  // empty (and NULL + 0 is undefined)
   for (const char* line = text; line < text + size;) {
     const char* eol = memchr(line, '\n', (size_t)(text + size - line));
     if (eol == NULL) eol = text + size;

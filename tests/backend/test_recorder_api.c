@@ -105,19 +105,20 @@ static void test_statuses(void** state) {
   assert_int_equal(zxs_trace_alert("late"), ZX_ERR_BAD_STATE);
 }
 
-// An on-time period raises nothing; a late one returns true and leaves a trace whose alert event
-// carries the breakdown and whose samples include the late thread's.
+// An on-time period raises nothing; a late one answers ZX_ERR_TIMED_OUT and leaves a trace whose
+// alert event carries the breakdown (cpu_time + queue_time within the wall time) and whose
+// samples include the late thread's.
 static void test_late_period_trace(void** state) {
   (void)state;
   const zxs_recorder_options_t options = {.output_dir = g_dir, .window = ZX_MSEC(500)};
   assert_int_equal(zxs_recorder_start(&options), ZX_OK);
   zxs_deadline_t d = {.name = "period/with spaces"};
-  zxs_deadline_begin(&d, ZX_SEC(10));
+  assert_int_equal(zxs_deadline_begin(&d, ZX_SEC(10)), ZX_OK);
   spin_ms(5);
-  assert_false(zxs_deadline_end(&d));
-  zxs_deadline_begin(&d, ZX_MSEC(5));
+  assert_int_equal(zxs_deadline_end(&d), ZX_OK);
+  assert_int_equal(zxs_deadline_begin(&d, ZX_MSEC(5)), ZX_OK);
   spin_ms(40);
-  assert_true(zxs_deadline_end(&d));
+  assert_int_equal(zxs_deadline_end(&d), ZX_ERR_TIMED_OUT);
   assert_int_equal(zxs_recorder_stop(), ZX_OK);
   char path[512] = "";
   assert_int_equal(count_traces("period_with_spaces-", path, sizeof(path)), 1);
@@ -128,7 +129,7 @@ static void test_late_period_trace(void** state) {
   zxs_fxt_record_t rec;
   assert_int_equal(zxs_fxt_reader_init(&r, data, size), ZX_OK);
   int alerts = 0, samples = 0;
-  uint64_t wall = 0, budget = 0, cpu = 0;
+  uint64_t wall = 0, budget = 0, cpu = 0, queue = 0;
   while (zxs_fxt_reader_next(&r, &rec)) {
     if (rec.kind == ZXS_FXT_RECORD_LARGE_BLOB && rec.blob.category.len == 0) samples++;
     if (rec.kind != ZXS_FXT_RECORD_EVENT) continue;
@@ -141,6 +142,7 @@ static void test_late_period_trace(void** state) {
       if (n->len == 4 && memcmp(n->data, "wall", 4) == 0) wall = rec.args[i].u64;
       if (n->len == 6 && memcmp(n->data, "budget", 6) == 0) budget = rec.args[i].u64;
       if (n->len == 8 && memcmp(n->data, "cpu_time", 8) == 0) cpu = rec.args[i].u64;
+      if (n->len == 10 && memcmp(n->data, "queue_time", 10) == 0) queue = rec.args[i].u64;
     }
   }
   assert_int_equal(r.status, ZX_OK);
@@ -150,7 +152,8 @@ static void test_late_period_trace(void** state) {
   assert_true(samples > 0);
   assert_int_equal(budget, ZX_MSEC(5));
   assert_true(wall > budget);
-  assert_true(cpu >= ZX_MSEC(40));  // it spun 40 ms of CPU in the period
+  assert_true(cpu >= ZX_MSEC(40));   // it spun 40 ms of CPU in the period
+  assert_true(cpu + queue <= wall);  // the wall time holds both, whatever the load
 
   // And it converts like any profile.
   char out[600];
@@ -161,6 +164,92 @@ static void test_late_period_trace(void** state) {
   char* text = read_file(out, &text_size);
   assert_non_null(memmem(text, text_size, "Why this period was late", 24));
   free(text);
+}
+
+// Misused deadlines answer a status and raise nothing: NULL, a budget of 0 or less, an end with
+// no begin (or a second end), an end after a refused begin. None leaves a trace.
+static void test_deadline_misuse(void** state) {
+  (void)state;
+  const zxs_recorder_options_t options = {.output_dir = g_dir, .alert_interval = 1};
+  assert_int_equal(zxs_recorder_start(&options), ZX_OK);
+  assert_int_equal(zxs_deadline_begin(NULL, ZX_MSEC(1)), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_deadline_end(NULL), ZX_ERR_INVALID_ARGS);
+
+  zxs_deadline_t never = {.name = "never"};  // zero-initialized, as the header asks
+  assert_int_equal(zxs_deadline_end(&never), ZX_ERR_BAD_STATE);  // was: "uptime ms late"
+
+  zxs_deadline_t negative = {.name = "negative"};
+  assert_int_equal(zxs_deadline_begin(&negative, -ZX_MSEC(5)), ZX_ERR_INVALID_ARGS);
+  spin_ms(2);
+  assert_int_equal(zxs_deadline_end(&negative), ZX_ERR_BAD_STATE);
+  assert_int_equal(zxs_deadline_begin(&negative, 0), ZX_ERR_INVALID_ARGS);
+  assert_int_equal(zxs_deadline_end(&negative), ZX_ERR_BAD_STATE);
+  // A refused begin closes a period that was open.
+  assert_int_equal(zxs_deadline_begin(&negative, ZX_MSEC(1)), ZX_OK);
+  assert_int_equal(zxs_deadline_begin(&negative, INT64_MIN), ZX_ERR_INVALID_ARGS);
+  spin_ms(2);
+  assert_int_equal(zxs_deadline_end(&negative), ZX_ERR_BAD_STATE);
+
+  zxs_deadline_t twice = {.name = "twice"};
+  assert_int_equal(zxs_deadline_begin(&twice, ZX_SEC(10)), ZX_OK);
+  assert_int_equal(zxs_deadline_end(&twice), ZX_OK);
+  assert_int_equal(zxs_deadline_end(&twice), ZX_ERR_BAD_STATE);
+  // A begin on a period not ended starts it again: on time from the second begin.
+  assert_int_equal(zxs_deadline_begin(&twice, ZX_MSEC(1)), ZX_OK);
+  spin_ms(3);
+  assert_int_equal(zxs_deadline_begin(&twice, ZX_SEC(10)), ZX_OK);
+  assert_int_equal(zxs_deadline_end(&twice), ZX_OK);
+
+  assert_int_equal(zxs_recorder_stop(), ZX_OK);
+  assert_int_equal(count_traces("", NULL, 0), 0);
+  // Not running: the statuses are the same, and a late period still says so.
+  assert_int_equal(zxs_deadline_end(&never), ZX_ERR_BAD_STATE);
+  assert_int_equal(zxs_deadline_begin(&twice, 1), ZX_OK);
+  spin_ms(1);
+  assert_int_equal(zxs_deadline_end(&twice), ZX_ERR_TIMED_OUT);
+  assert_int_equal(count_traces("", NULL, 0), 0);
+}
+
+static zxs_deadline_t g_handed;
+static zx_status_t g_handed_status;
+
+static void* end_handed_deadline(void* unused) {
+  (void)unused;
+  g_handed_status = zxs_deadline_end(&g_handed);
+  return NULL;
+}
+
+// A period begun on one thread and ended on another: late, and its alert carries the wall time
+// and budget only (the other thread's CPU and queue times are not the period's).
+static void test_deadline_ended_elsewhere(void** state) {
+  (void)state;
+  const zxs_recorder_options_t options = {.output_dir = g_dir, .window = ZX_MSEC(200)};
+  assert_int_equal(zxs_recorder_start(&options), ZX_OK);
+  g_handed = (zxs_deadline_t){.name = "handed"};
+  assert_int_equal(zxs_deadline_begin(&g_handed, 1), ZX_OK);
+  spin_ms(2);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, end_handed_deadline, NULL), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_int_equal(g_handed_status, ZX_ERR_TIMED_OUT);
+  assert_int_equal(zxs_recorder_stop(), ZX_OK);
+  char path[512] = "";
+  assert_int_equal(count_traces("handed-", path, sizeof(path)), 1);
+  size_t size;
+  void* data = read_file(path, &size);
+  zxs_fxt_reader_t r;
+  zxs_fxt_record_t rec;
+  assert_int_equal(zxs_fxt_reader_init(&r, data, size), ZX_OK);
+  int alerts = 0;
+  while (zxs_fxt_reader_next(&r, &rec)) {
+    if (rec.kind != ZXS_FXT_RECORD_EVENT) continue;
+    alerts++;
+    assert_int_equal(rec.num_args, 2);  // wall, budget
+  }
+  assert_int_equal(r.status, ZX_OK);
+  zxs_fxt_reader_destroy(&r);
+  free(data);
+  assert_int_equal(alerts, 1);
 }
 
 // The child of a fork has no writer thread and no session: its recorder is not running, and the
@@ -240,6 +329,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_new_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_statuses, setup, teardown),
       cmocka_unit_test_setup_teardown(test_late_period_trace, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_deadline_misuse, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_deadline_ended_elsewhere, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fork_child_not_running, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,7 @@ fi
 
 # target name -> corpus directory
 declare -A corpus_of=([region_reader]=region [trace_reader]=trace [sampler_api]=api
-                      [perfmon_reader]=perfmon)
+                      [perfmon_reader]=perfmon [alert_reader]=alert [recorder_api]=recorder)
 
 mkdir -p "$build/cfg"
 # The configuration header meson would generate (sampling compiled in, no libunwind, no libdw),
@@ -44,11 +44,17 @@ EOF
 common=(-std=c11 -g -O1 -fno-omit-frame-pointer -I"$repo/include" -I"$repo/src/core"
         -I"$repo/src/perfmon" -I"$repo/src/backend/fake" -I"$build/cfg")
 lib_sources=("$repo"/src/core/*.c "$repo"/src/perfmon/*.c "$repo/src/backend/fake/fake_platform.c")
+# The targets over the library's features (the trace reader into a profile, the recorder) also
+# build those (no libdw, no C++ demangler).
+feature_flags=(-I"$repo/src/trace" -I"$repo/src/symbolize" -I"$repo/src/util" -I"$repo/src/recorder"
+               -DZXS_HAVE_CXA_DEMANGLE=0)
+feature_sources=("$repo"/src/trace/*.c "$repo"/src/symbolize/*.c)
+declare -A extra_of=([alert_reader]="" [recorder_api]="$repo/src/recorder/recorder.c")
 
 if [[ "${1:-}" == "--seeds" ]]; then
   "$CC" "${common[@]}" -fsanitize=address,undefined "$here/make_seeds.c" "${lib_sources[@]}" \
     -lpthread -o "$build/make_seeds"
-  for d in region trace api perfmon; do mkdir -p "$here/corpus/$d"; done
+  for d in region trace api perfmon alert recorder; do mkdir -p "$here/corpus/$d"; done
   "$build/make_seeds" "$here/corpus"
   echo "seeds written under $here/corpus"
   exit 0
@@ -57,13 +63,19 @@ fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(region_reader trace_reader sampler_api perfmon_reader)
+[[ ${#targets[@]} -eq 0 ]] && targets=(region_reader trace_reader sampler_api perfmon_reader
+                                       alert_reader recorder_api)
 
 for t in "${targets[@]}"; do
   [[ -n "${corpus_of[$t]:-}" ]] || { echo "unknown target: $t" >&2; exit 2; }
   echo "building fuzz_$t"
+  extra=()
+  if [[ -n "${extra_of[$t]+set}" ]]; then
+    extra=("${feature_flags[@]}" "${feature_sources[@]}")
+    [[ -n "${extra_of[$t]}" ]] && extra+=("${extra_of[$t]}")
+  fi
   "$CC" "${common[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    "$here/fuzz_$t.c" "${lib_sources[@]}" -lpthread -o "$build/fuzz_$t"
+    "$here/fuzz_$t.c" "${lib_sources[@]}" "${extra[@]}" -lpthread -ldl -o "$build/fuzz_$t"
 done
 
 # Rebuilds a committed corpus: its named seeds stay; libFuzzer's finds (named by their SHA-1)

@@ -769,6 +769,66 @@ static zx_status_t region_iter_empty(void) {
   return it.status;
 }
 
+// Every FXT writer answers a NULL buffer with INVALID_ARGS (they crashed).
+static zx_status_t writers_null_buf(void) {
+  static const zxs_fxt_kernel_object_t kObj = {ZX_OBJ_TYPE_THREAD, 1, {0, NULL, 0}};
+  static const zxs_fxt_event_t kEvent = {0};
+  static const zxs_fxt_large_blob_t kBlob = {0};
+  const zx_status_t statuses[] = {
+      zxs_fxt_write_raw(NULL, g_big, 8),
+      zxs_fxt_write_magic(NULL),
+      zxs_fxt_write_initialization(NULL, 1),
+      zxs_fxt_write_provider_info(NULL, 1, "p", 1),
+      zxs_fxt_write_provider_section(NULL, 1),
+      zxs_fxt_write_string(NULL, 1, "a", 1),
+      zxs_fxt_write_thread(NULL, 1, 1, 2),
+      zxs_fxt_write_kernel_object(NULL, &kObj, NULL, 0),
+      zxs_fxt_write_instant_event(NULL, &kEvent, NULL, 0),
+      zxs_fxt_write_large_blob(NULL, &kBlob, NULL, 0),
+      zxs_fxt_write_attachment(NULL, &kBlob),
+  };
+  for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+    if (statuses[i] != ZX_ERR_INVALID_ARGS) {
+      note("writer %zu answered %s", i, zxs_status_string(statuses[i]));
+      return ROW_WRONG_RESULT;
+    }
+  }
+  return ZX_ERR_INVALID_ARGS;
+}
+
+// The calls without a status take NULL as free() does: nothing happens (they crashed).
+static zx_status_t void_calls_null(void) {
+  zxs_fxt_buf_init(NULL);
+  zxs_fxt_buf_reset(NULL);
+  zxs_fxt_buf_destroy(NULL);
+  zxs_fxt_region_iter_init(NULL, g_big, 8);
+  zxs_fxt_reader_destroy(NULL);
+  return ZX_OK;
+}
+
+// The calls that answer bool answer false for NULL (they crashed).
+static zx_status_t bool_calls_null(void) {
+  zxs_fxt_record_t rec;
+  zxs_fxt_region_iter_t it;
+  zxs_fxt_region_iter_init(&it, g_big, 8);
+  zxs_fxt_reader_t reader;
+  if (zxs_fxt_reader_init(&reader, NULL, 0) != ZX_OK) return ROW_WRONG_RESULT;
+  const bool any = zxs_fxt_region_next(NULL, &rec) || zxs_fxt_region_next(&it, NULL) ||
+                   zxs_fxt_reader_next(NULL, &rec) || zxs_fxt_reader_next(&reader, NULL);
+  zxs_fxt_reader_destroy(&reader);
+  return any ? ROW_WRONG_RESULT : ZX_OK;
+}
+
+// An encode into NULL, or of NULL PCs, writes nothing and answers 0 words (it crashed).
+static zx_status_t encode_null(void) {
+  const uint64_t pcs[2] = {1, 2};
+  uint64_t out[8];
+  if (zxs_fxt_encode_sample(NULL, 1, 2, 3, pcs, 2) != 0) return ROW_WRONG_RESULT;
+  return encode_rejects(2, NULL) == ZX_OK && zxs_fxt_encode_sample(out, 1, 2, 3, NULL, 2) == 0
+             ? ZX_OK
+             : ROW_WRONG_RESULT;
+}
+
 // --- The rows -----------------------------------------------------------------------------------
 //
 // X(name, expected status, flags, expression). `f` is the fixture. Flags: ISOLATE runs the row
@@ -1266,7 +1326,11 @@ static zx_status_t region_iter_empty(void) {
   X(fxt_reader_init_null_data_size_max, ZX_ERR_INVALID_ARGS, NONE,                                 \
     reader_st(false, NULL, SIZE_MAX))                                                              \
   X(fxt_reader_init_empty, ZX_OK, NONE, reader_st(false, NULL, 0))                                 \
-  X(fxt_region_iter_empty, ZX_OK, NONE, region_iter_empty())
+  X(fxt_region_iter_empty, ZX_OK, NONE, region_iter_empty())                                       \
+  X(fxt_writers_null_buf, ZX_ERR_INVALID_ARGS, NONE, writers_null_buf())                           \
+  X(fxt_void_calls_null, ZX_OK, NONE, void_calls_null())                                           \
+  X(fxt_bool_calls_null, ZX_OK, NONE, bool_calls_null())                                           \
+  X(fxt_encode_null, ZX_OK, NONE, encode_null())
 
 typedef struct row {
   const char* name;

@@ -11,6 +11,7 @@
 // cmocka after the standard headers it needs.
 #include <cmocka.h>
 #include <zxsampler/fxt.h>
+#include <zxsampler/profiler.h>
 
 #include "export.h"
 #include "fake_platform.h"
@@ -179,6 +180,48 @@ static void test_module_file_offsets(void** state) {
                    ZX_ERR_IO_DATA_INTEGRITY);
 }
 
+// The profiler's name lookup answers false for NULL (an output NULL crashed it).
+static void test_format_from_name_null(void** state) {
+  (void)state;
+  zxs_profile_format_t format = ZXS_FORMAT_FXT;
+  assert_false(zxs_profile_format_from_name("pprof", NULL));
+  assert_false(zxs_profile_format_from_name(NULL, &format));
+  assert_false(zxs_profile_format_from_name(NULL, NULL));
+  assert_true(zxs_profile_format_from_name("pprof", &format));
+  assert_int_equal(format, ZXS_FORMAT_PPROF);
+}
+
+// A module line that fails to parse is refused and leaves nothing behind (LeakSanitizer found
+// the path of a module whose build ID was not hex kept out of the list, and so never freed).
+static void test_malformed_module_lines(void** state) {
+  (void)state;
+  static const char* const kBad[] = {
+      "{{{module:0:/lib/a.so:elf:zz}}}\n",   // build ID not hex
+      "{{{module:0:/lib/a.so:elf:+1}}}\n",   // sscanf's sign, not a digit
+      "{{{module:0:/lib/a.so:elf: 1}}}\n",   // nor a space
+      "{{{module:0:/lib/a.so:elf:012}}}\n",  // odd length
+      "{{{module:1:/lib/a.so:elf:01}}}\n",   // not the next id
+      "{{{module:0:/lib/a.so:elf:01}}}\n{{{module:1:/lib/b.so:elf:0g}}}\n",  // the second bad
+      "{{{module:0:/lib/a.so:elf:01}}}\n{{{mmap:0x1000:0x10:load:0:r:zz}}}\n",
+      "{{{module:0:/lib/a.so:elf:01\n",  // unterminated
+      "{{{module:0:/lib/a.so:elf:}}",    // cut short
+      "{{{module:x:/lib/a.so:elf:01}}}\n",
+  };
+  for (size_t i = 0; i < sizeof(kBad) / sizeof(kBad[0]); i++) {
+    zxs_module_list_t read;
+    assert_int_equal(zxs_modules_from_markup(kBad[i], strlen(kBad[i]), &read),
+                     ZX_ERR_IO_DATA_INTEGRITY);
+    assert_int_equal(read.count, 0);
+    assert_null(read.modules);
+  }
+  static const char kUpper[] = "{{{module:0:/lib/a.so:elf:0aFF}}}\n";
+  zxs_module_list_t read;
+  assert_int_equal(zxs_modules_from_markup(kUpper, strlen(kUpper), &read), ZX_OK);
+  assert_int_equal(read.modules[0].build_id_size, 2);
+  assert_int_equal(read.modules[0].build_id[1], 0xff);
+  zxs_modules_free(&read);
+}
+
 // The capture goes through the backend (here the fake's one module): kind, path and every
 // segment's file offset reach the trace's modules and come back from it.
 static void test_captured_modules_through_the_trace(void** state) {
@@ -289,6 +332,8 @@ int main(void) {
       cmocka_unit_test(test_processes_and_their_modules),
       cmocka_unit_test(test_select),
       cmocka_unit_test(test_module_file_offsets),
+      cmocka_unit_test(test_malformed_module_lines),
+      cmocka_unit_test(test_format_from_name_null),
       cmocka_unit_test(test_captured_modules_through_the_trace),
       cmocka_unit_test(test_task_runtime),
   };
