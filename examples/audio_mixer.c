@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
     if (inject == INJECT_FAULTS) touched = inject_page_faults();
     if (inject == INJECT_LOCKS) inject_lock_contention();
     if (inject == INJECT_WORK) inject_extra_work();
-    const bool missed = zxs_deadline_end(&d);
+    const bool missed = zxs_deadline_end(&d) == ZX_ERR_TIMED_OUT;
     atomic_store(&g_hammer, false);
     if (touched != NULL) munmap(touched, FAULT_BYTES);
     if (missed) {
