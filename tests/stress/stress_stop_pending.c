@@ -74,14 +74,16 @@ static void run(const char* source, mode_t_ mode, bool block_all) {
   sh.block_all = block_all;
   REQUIRE_OK(create_session(1000000, 1u << 20, &sh.iob));
   REQUIRE_OK(zxs_sampler_start(sh.iob));
-  const int sig = library_signal();
-  REQUIRE(sig != 0, "no signal handler of libzxsampler found after start");
-  atomic_store(&sh.sig, sig);
   pthread_t t;
   REQUIRE(pthread_create(&t, NULL, worker_main, &sh) == 0, "pthread_create");
-  // Let it be sampled unblocked for a while first.
+  // Let it be sampled unblocked for a while first. The library installs its handler when a
+  // signal source first arms (the worker's attach): look for it then.
   while (atomic_load(&sh.tid) == 0) sleep_ms(1);
   sleep_ms(30);
+  int sig = 0;
+  for (int i = 0; i < 5000 && (sig = library_signal()) == 0; i++) sleep_ms(1);
+  REQUIRE(sig != 0, "no signal handler of libzxsampler found after the worker attached");
+  atomic_store(&sh.sig, sig);
   atomic_store(&sh.phase, 1);
   while (atomic_load(&sh.phase) != 2) sleep_ms(1);
   CHECK(sh.attach == ZX_OK, "worker attach: %s", zxs_status_string(sh.attach));

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -101,7 +102,18 @@ zx_status_t zxs_prim_region_map_readonly(const zxs_prim_region_t* region, size_t
   }
   // A new mapping of the same pages, which holds its own reference to the file: it outlives
   // the region.
-  void* addr = mremap((uint8_t*)region->native + offset, 0, len, MREMAP_MAYMOVE);
+  const uint8_t* pages = (const uint8_t*)region->native + offset;
+  void* addr = mremap((void*)pages, 0, len, MREMAP_MAYMOVE);
+  if (addr == MAP_FAILED && errno == EINVAL) {
+    // Where duplicating a shared mapping is not supported (valgrind, which runs the stress tests,
+    // refuses old_size 0): a private copy of the pages as they are now, read-only. It does not
+    // follow later writes; readers map a region to read what a stopped session holds.
+    addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (addr != MAP_FAILED) {
+      memcpy(addr, pages, len);
+      (void)mprotect(addr, len, PROT_READ);
+    }
+  }
   if (addr == MAP_FAILED) {
     return zxs_posix_errno_status(errno);
   }
