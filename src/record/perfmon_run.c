@@ -499,30 +499,6 @@ static uint64_t record_plan(const perfmon_events_t* events, bool* kernel) {
   return period;
 }
 
-// Writes the trace into the output's temporary file (made before the program ran) and renames
-// it into place, or converts it from there (zxs_profile_convert writes the same way). False
-// after a message.
-static bool write_profile(const perfmon_record_options_t* o, record_processes_t* procs,
-                          uint64_t period_ns, zxs_trace_output_t* out) {
-  char error[512];
-  zx_status_t status = record_processes_write(procs, period_ns, 0, out->file);
-  if (status == ZX_OK && fflush(out->file) != 0) status = ZX_ERR_IO;
-  if (status != ZX_OK) {
-    fprintf(stderr, "%s: cannot write the profile to %s: %s\n", o->prog, o->output,
-            status == ZX_ERR_IO ? strerror(errno) : zxs_status_string(status));
-    zxs_trace_output_abandon(out);
-    return false;
-  }
-  if (o->format == ZXS_FORMAT_FXT) {
-    status = zxs_trace_output_commit(out, error, sizeof(error));
-  } else {
-    status = zxs_profile_convert(out->temp, o->output, o->format, error, sizeof(error));
-    zxs_trace_output_abandon(out);
-  }
-  if (status != ZX_OK) fprintf(stderr, "%s: %s\n", o->prog, error);
-  return status == ZX_OK;
-}
-
 // Says what was written, and what was left out or lost.
 static void print_record_summary(const perfmon_record_options_t* o, const record_processes_t* procs,
                                  bool full) {
@@ -570,7 +546,8 @@ static int record_session(const session_t* s, const perfmon_record_options_t* o,
   if (code < 0) {
     code = exec_errno != 0 ? record_exec_status(exec_errno) : 1;
   } else if (!read_buffers(s, o->prog, feed_pc, sb.procs, &full) ||
-             !write_profile(o, sb.procs, period, out)) {
+             !record_processes_write_output(sb.procs, period, 0, out, o->output, o->format,
+                                            o->prog)) {
     code = 1;
   } else {
     print_record_summary(o, sb.procs, full);

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1230,6 +1231,29 @@ zx_status_t record_processes_write(record_processes_t* s, uint64_t period_ns,
   }
   if (status == ZX_OK && (ferror(s->spool) || fflush(out) != 0 || ferror(out))) status = ZX_ERR_IO;
   return status;
+}
+
+bool record_processes_write_output(record_processes_t* s, uint64_t period_ns,
+                                   uint64_t threads_not_attached, zxs_trace_output_t* out,
+                                   const char* output, zxs_profile_format_t format,
+                                   const char* prog) {
+  char error[512];
+  zx_status_t status = record_processes_write(s, period_ns, threads_not_attached, out->file);
+  if (status == ZX_OK && fflush(out->file) != 0) status = ZX_ERR_IO;
+  if (status != ZX_OK) {
+    fprintf(stderr, "%s: cannot write the profile to %s: %s\n", prog, output,
+            status == ZX_ERR_IO ? strerror(errno) : zxs_status_string(status));
+    zxs_trace_output_abandon(out);
+    return false;
+  }
+  if (format == ZXS_FORMAT_FXT) {
+    status = zxs_trace_output_commit(out, error, sizeof(error));
+  } else {
+    status = zxs_profile_convert(out->temp, output, format, error, sizeof(error));
+    zxs_trace_output_abandon(out);
+  }
+  if (status != ZX_OK) fprintf(stderr, "%s: %s\n", prog, error);
+  return status == ZX_OK;
 }
 
 // --- Life cycle -------------------------------------------------------------------------------

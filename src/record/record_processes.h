@@ -15,7 +15,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <zxsampler/profiler.h>
 #include <zxsampler/types.h>
+
+#include "trace_output.h"
 
 typedef struct record_processes record_processes_t;
 
@@ -101,6 +104,15 @@ zx_status_t record_processes_write(record_processes_t* self, uint64_t period_ns,
                                    uint64_t threads_not_attached, FILE* out);
 
 // Frees the model (not the spool, which is the caller's). NULL is fine.
+// The whole trace (record_processes_write) into `out`, the temporary file made beside the
+// profile `output` before the run (trace_output.h), then renamed into place, or converted from
+// there to `format` (zxs_profile_convert writes the same way); the old profile stays until then.
+// False after a message starting with `prog` on stderr.
+bool record_processes_write_output(record_processes_t* self, uint64_t period_ns,
+                                   uint64_t threads_not_attached, zxs_trace_output_t* out,
+                                   const char* output, zxs_profile_format_t format,
+                                   const char* prog);
+
 void record_processes_free(record_processes_t* self);
 
 #endif  // ZXSAMPLER_SRC_RECORD_RECORD_PROCESSES_H_

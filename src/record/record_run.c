@@ -53,30 +53,6 @@ static FILE* open_spool(const zxs_trace_output_t* out) {
   return f;
 }
 
-// Writes the trace into the output's temporary file and renames it into place; another format
-// is converted from it (zxs_profile_convert writes the same way). The old output stays until
-// then.
-static bool write_profile(const record_run_options_t* o, record_processes_t* procs,
-                          uint64_t not_attached, zxs_trace_output_t* out) {
-  char error[512];
-  zx_status_t status = record_processes_write(procs, o->period_ns, not_attached, out->file);
-  if (status == ZX_OK && fflush(out->file) != 0) status = ZX_ERR_IO;
-  if (status != ZX_OK) {
-    fprintf(stderr, "%s: cannot write the profile to %s: %s\n", PROG, o->output,
-            status == ZX_ERR_IO ? strerror(errno) : zxs_status_string(status));
-    zxs_trace_output_abandon(out);
-    return false;
-  }
-  if (o->format == ZXS_FORMAT_FXT) {
-    status = zxs_trace_output_commit(out, error, sizeof(error));
-  } else {
-    status = zxs_profile_convert(out->temp, o->output, o->format, error, sizeof(error));
-    zxs_trace_output_abandon(out);
-  }
-  if (status != ZX_OK) fprintf(stderr, "%s: %s\n", PROG, error);
-  return status == ZX_OK;
-}
-
 // --- The program ------------------------------------------------------------------------------
 
 // The shell's words for a program it could not run.
@@ -309,7 +285,8 @@ int record_run(const record_run_options_t* o, int* wstatus_out) {
   const size_t ring_cut = record_perf_ring_cut(perf);
   record_perf_close(perf);
   close(pidfd);
-  bool written = write_profile(o, procs, not_attached, &out);
+  bool written = record_processes_write_output(procs, o->period_ns, not_attached, &out, o->output,
+                                               o->format, PROG);
   record_totals_t totals;
   record_processes_totals(procs, &totals);
   record_processes_free(procs);
