@@ -229,12 +229,18 @@ static uint64_t header(uint32_t type, size_t words) {
   return (uint64_t)type | ((uint64_t)words << 4);
 }
 
-zx_status_t zxs_fxt_write_raw(zxs_fxt_buf_t* buf, const void* data, size_t size) {
+// What every writer checks first: a buffer (NULL: ZX_ERR_INVALID_ARGS) that has not failed (its
+// first failure is answered again, and nothing more is written).
+static zx_status_t writable(const zxs_fxt_buf_t* buf) {
   if (buf == NULL) {
     return ZX_ERR_INVALID_ARGS;
   }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  return buf->status;
+}
+zx_status_t zxs_fxt_write_raw(zxs_fxt_buf_t* buf, const void* data, size_t size) {
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   if (size % 8u != 0 || (data == NULL && size != 0)) {
     return fail(buf, ZX_ERR_INVALID_ARGS);
@@ -248,11 +254,9 @@ zx_status_t zxs_fxt_write_raw(zxs_fxt_buf_t* buf, const void* data, size_t size)
 }
 
 zx_status_t zxs_fxt_write_magic(zxs_fxt_buf_t* buf) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   uint8_t* p = reserve(buf, 1);
   if (p == NULL) {
@@ -263,11 +267,9 @@ zx_status_t zxs_fxt_write_magic(zxs_fxt_buf_t* buf) {
 }
 
 zx_status_t zxs_fxt_write_initialization(zxs_fxt_buf_t* buf, uint64_t ticks_per_second) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   if (ticks_per_second == 0) {
     return fail(buf, ZX_ERR_INVALID_ARGS);
@@ -283,11 +285,9 @@ zx_status_t zxs_fxt_write_initialization(zxs_fxt_buf_t* buf, uint64_t ticks_per_
 
 zx_status_t zxs_fxt_write_provider_info(zxs_fxt_buf_t* buf, uint32_t provider_id, const char* name,
                                         size_t name_len) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   if (name_len > ZXS_FXT_MAX_PROVIDER_NAME || (name == NULL && name_len != 0)) {
     return fail(buf, ZX_ERR_INVALID_ARGS);
@@ -304,11 +304,9 @@ zx_status_t zxs_fxt_write_provider_info(zxs_fxt_buf_t* buf, uint32_t provider_id
 }
 
 zx_status_t zxs_fxt_write_provider_section(zxs_fxt_buf_t* buf, uint32_t provider_id) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   uint8_t* p = reserve(buf, 1);
   if (p == NULL) {
@@ -320,11 +318,9 @@ zx_status_t zxs_fxt_write_provider_section(zxs_fxt_buf_t* buf, uint32_t provider
 }
 
 zx_status_t zxs_fxt_write_string(zxs_fxt_buf_t* buf, uint32_t index, const char* data, size_t len) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   if (index == 0 || index > ZXS_FXT_MAX_STRING_INDEX || len > ZXS_FXT_MAX_STRING_LEN ||
       (data == NULL && len != 0) || 1 + WORDS(len) > ZXS_FXT_MAX_RECORD_WORDS) {
@@ -343,11 +339,9 @@ zx_status_t zxs_fxt_write_string(zxs_fxt_buf_t* buf, uint32_t index, const char*
 
 zx_status_t zxs_fxt_write_thread(zxs_fxt_buf_t* buf, uint32_t index, zx_koid_t process_koid,
                                  zx_koid_t thread_koid) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   if (index == 0 || index > ZXS_FXT_MAX_THREAD_INDEX) {
     return fail(buf, ZX_ERR_INVALID_ARGS);
@@ -364,11 +358,9 @@ zx_status_t zxs_fxt_write_thread(zxs_fxt_buf_t* buf, uint32_t index, zx_koid_t p
 
 zx_status_t zxs_fxt_write_kernel_object(zxs_fxt_buf_t* buf, const zxs_fxt_kernel_object_t* obj,
                                         const zxs_fxt_arg_t* args, size_t num_args) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   uint16_t name_field = 0;
   size_t name_words = 0;
@@ -395,11 +387,9 @@ zx_status_t zxs_fxt_write_kernel_object(zxs_fxt_buf_t* buf, const zxs_fxt_kernel
 
 zx_status_t zxs_fxt_write_instant_event(zxs_fxt_buf_t* buf, const zxs_fxt_event_t* event,
                                         const zxs_fxt_arg_t* args, size_t num_args) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   uint16_t category_field = 0, name_field = 0;
   size_t category_words = 0, name_words = 0, arg_total = 0;
@@ -461,11 +451,9 @@ static uint64_t large_blob_header(uint64_t words, unsigned format) {
 
 zx_status_t zxs_fxt_write_large_blob(zxs_fxt_buf_t* buf, const zxs_fxt_large_blob_t* blob,
                                      const zxs_fxt_arg_t* args, size_t num_args) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   uint16_t category = 0;
   uint16_t name = 0;
@@ -502,11 +490,9 @@ zx_status_t zxs_fxt_write_large_blob(zxs_fxt_buf_t* buf, const zxs_fxt_large_blo
 }
 
 zx_status_t zxs_fxt_write_attachment(zxs_fxt_buf_t* buf, const zxs_fxt_large_blob_t* blob) {
-  if (buf == NULL) {
-    return ZX_ERR_INVALID_ARGS;
-  }
-  if (buf->status != ZX_OK) {
-    return buf->status;
+  const zx_status_t ready = writable(buf);
+  if (ready != ZX_OK) {
+    return ready;
   }
   uint16_t category = 0;
   uint16_t name = 0;
