@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zxsampler/fxt.h>
@@ -235,11 +236,44 @@ static void set_error(char* error, size_t size, const char* what, const char* pa
   if (error != NULL && size > 0) snprintf(error, size, "%s %s: %s", what, path, strerror(errno));
 }
 
-// Reads a trace file into memory: a regular file (its size known: one allocation) or a pipe;
-// anything else (a device such as /dev/zero, a directory) is refused, and so is what does not
-// start with the FXT magic, before more than its first record is read.
-static zx_status_t read_file(const char* path, void** data, size_t* size, char* error,
-                             size_t error_size) {
+// A trace file's bytes: mapped (a regular file: the page cache holds them, no copy on the heap,
+// whatever the file's size) or read into the heap (a pipe).
+typedef struct trace_bytes {
+  void* data;
+  size_t size;
+  bool mapped;
+} trace_bytes_t;
+
+static void release_trace(trace_bytes_t* t) {
+  if (t->mapped) {
+    munmap(t->data, t->size);
+  } else {
+    free(t->data);
+  }
+  t->data = NULL;
+}
+
+// Maps a regular file of `size` bytes read-only. ZX_OK, or the failure (said in `error`).
+static zx_status_t map_file(FILE* in, const char* path, size_t size, trace_bytes_t* out,
+                            char* error, size_t error_size) {
+  void* data = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fileno(in), 0);
+  fclose(in);
+  if (data == MAP_FAILED) {
+    set_error(error, error_size, "cannot read", path);
+    return errno == ENOMEM ? ZX_ERR_NO_MEMORY : ZX_ERR_IO;
+  }
+  *out = (trace_bytes_t){.data = data, .size = size, .mapped = true};
+  return ZX_OK;
+}
+
+// A trace file's bytes: a regular file (mapped) or a pipe (read); anything else (a device such as
+// /dev/zero, a directory) is refused, and so is what does not start with the FXT magic, before
+// more than its first record is read.
+static zx_status_t read_trace(const char* path, trace_bytes_t* out, char* error,
+                              size_t error_size) {
+  void** data = &out->data;
+  size_t* size = &out->size;
+  out->mapped = false;
   FILE* in = fopen(path, "rb");
   if (in == NULL) {
     set_error(error, error_size, "cannot open", path);
@@ -271,7 +305,8 @@ static zx_status_t read_file(const char* path, void** data, size_t* size, char* 
     fclose(in);
     return failed ? ZX_ERR_IO : ZX_ERR_IO_DATA_INTEGRITY;
   }
-  size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 1u << 16;
+  if (S_ISREG(st.st_mode)) return map_file(in, path, (size_t)st.st_size, out, error, error_size);
+  size_t cap = 1u << 16;
   if (cap < sizeof(magic)) cap = sizeof(magic);
   char* buf = malloc(cap);
   size_t len = sizeof(magic);
@@ -328,13 +363,12 @@ zx_status_t zxs_profile_count_samples(const char* path, uint64_t* samples, uint6
                                       char* error, size_t error_size) {
   if (error != NULL && error_size > 0) error[0] = '\0';
   if (path == NULL) return ZX_ERR_INVALID_ARGS;
-  void* trace;
-  size_t size;
-  zx_status_t status = read_file(path, &trace, &size, error, error_size);
+  trace_bytes_t trace;
+  zx_status_t status = read_trace(path, &trace, error, error_size);
   if (status != ZX_OK) return status;
   zxs_profile_t profile;
-  status = zxs_profile_from_trace(trace, size, &profile, error, error_size);
-  free(trace);
+  status = zxs_profile_from_trace(trace.data, trace.size, &profile, error, error_size);
+  release_trace(&trace);
   if (status != ZX_OK) return status;
   if (samples != NULL) *samples = profile.sample_count;
   if (lost != NULL) *lost = profile.samples_lost;
@@ -353,12 +387,11 @@ zx_status_t zxs_profile_convert_selected(const char* in_path, const char* out_pa
                                          size_t error_size) {
   if (error != NULL && error_size > 0) error[0] = '\0';
   if (in_path == NULL || out_path == NULL || format > ZXS_FORMAT_TOP) return ZX_ERR_INVALID_ARGS;
-  void* trace;
-  size_t size;
-  zx_status_t status = read_file(in_path, &trace, &size, error, error_size);
+  trace_bytes_t trace;
+  zx_status_t status = read_trace(in_path, &trace, error, error_size);
   if (status != ZX_OK) return status;
   if (strcmp(out_path, "-") == 0) {
-    status = convert_buffer(trace, size, stdout, format, selection, error, error_size);
+    status = convert_buffer(trace.data, trace.size, stdout, format, selection, error, error_size);
     if (fflush(stdout) != 0 && status == ZX_OK) {
       set_error(error, error_size, "cannot write", out_path);
       status = ZX_ERR_IO;
@@ -368,7 +401,8 @@ zx_status_t zxs_profile_convert_selected(const char* in_path, const char* out_pa
     zxs_trace_output_t out;
     status = zxs_trace_output_open(out_path, &out, error, error_size);
     if (status == ZX_OK) {
-      status = convert_buffer(trace, size, out.file, format, selection, error, error_size);
+      status =
+          convert_buffer(trace.data, trace.size, out.file, format, selection, error, error_size);
       if (status == ZX_OK) {
         status = zxs_trace_output_commit(&out, error, error_size);
       } else {
@@ -379,6 +413,6 @@ zx_status_t zxs_profile_convert_selected(const char* in_path, const char* out_pa
   if (status != ZX_OK && error != NULL && error_size > 0 && error[0] == '\0') {
     snprintf(error, error_size, "%s: %s", in_path, zxs_status_string(status));
   }
-  free(trace);
+  release_trace(&trace);
   return status;
 }
