@@ -1,5 +1,6 @@
 // Demangling with libstdc++'s __cxa_demangle (see demangle.h): the demangler GCC's own tools use,
 // maintained with the ABI; linked under the GCC Runtime Library Exception.
+#define _GNU_SOURCE  // strndup
 #include "demangle.h"
 
 #include <stdbool.h>
@@ -21,8 +22,8 @@ static void strip_rust_hash(char* name) {
   name[len - 19] = '\0';
 }
 
-char* zxs_demangle(const char* name) {
-  if (name == NULL || strncmp(name, "_Z", 2) != 0) return NULL;
+static char* demangle_base(const char* name) {
+  if (strncmp(name, "_Z", 2) != 0) return NULL;
   int status = 0;
   char* out = __cxa_demangle(name, NULL, NULL, &status);
   if (status != 0) {
@@ -33,8 +34,22 @@ char* zxs_demangle(const char* name) {
   return out;
 }
 #else
-char* zxs_demangle(const char* name) {
+static char* demangle_base(const char* name) {
   (void)name;
   return NULL;
 }
 #endif
+
+char* zxs_demangle(const char* name) {
+  if (name == NULL) return NULL;
+  // An ELF symbol version ("memcpy@GLIBC_2.2.5", "__libc_start_main@@GLIBC_2.34") names the
+  // ABI, not the function: people read the name without it (as perf shows it).
+  const char* at = strchr(name, '@');
+  if (at == NULL || at == name) return demangle_base(name);
+  char* base = strndup(name, (size_t)(at - name));
+  if (base == NULL) return NULL;
+  char* demangled = demangle_base(base);
+  if (demangled == NULL) return base;
+  free(base);
+  return demangled;
+}

@@ -34,6 +34,14 @@ static void test_rust_legacy_loses_its_hash(void** state) {
   expect("_ZN4core3ptr13drop_in_place17h0123456789abcdefE", "core::ptr::drop_in_place");
 }
 
+static void test_symbol_version_dropped(void** state) {
+  (void)state;
+  expect("__libc_start_main@@GLIBC_2.34", "__libc_start_main");
+  expect("memcpy@GLIBC_2.2.5", "memcpy");
+  if (ZXS_HAVE_CXA_DEMANGLE != 0) expect("_ZN3foo3barEv@@V1", "foo::bar()");
+  expect("@", NULL);  // nothing before it: not a version
+}
+
 static void test_not_mangled(void** state) {
   (void)state;
   expect("main", NULL);
@@ -48,6 +56,7 @@ int main(void) {
       cmocka_unit_test(test_cxx),
       cmocka_unit_test(test_rust_legacy_loses_its_hash),
       cmocka_unit_test(test_not_mangled),
+      cmocka_unit_test(test_symbol_version_dropped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
