@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zxsampler/profiler.h>
@@ -45,7 +46,6 @@
 static char g_output[MAX_PATH];
 static atomic_bool g_running;
 static atomic_bool g_written;
-static int g_pipe[2] = {-1, -1};
 static pid_t g_pid;  // the profiled process
 static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -70,19 +70,15 @@ static void attach_started_thread(void) {
   if (atomic_load(&g_running)) (void)zxs_profiler_attach_current_thread();
 }
 
-// The dump signal is turned into a byte on a pipe; this thread (not attached, every signal
-// blocked: no signal of the program's lands on it) does the writing, which a handler cannot.
-static void* signal_watcher(void* unused) {
-  (void)unused;
-  unsigned char sig;
-  while (read(g_pipe[0], &sig, 1) == 1) write_profile();
-  return NULL;
-}
+// The dump signal is turned into a request on a socket the library serves (zxs_profiler_serve:
+// a thread of the library's, every signal blocked, writes the profile), since a handler cannot
+// write it.
+static int g_dump_socket[2] = {-1, -1};
 
 static void on_dump_signal(int sig) {
+  (void)sig;
   int saved = errno;
-  unsigned char byte = (unsigned char)sig;
-  ssize_t n = write(g_pipe[1], &byte, 1);
+  ssize_t n = write(g_dump_socket[1], "w", 1);
   (void)n;
   errno = saved;
 }
@@ -97,29 +93,12 @@ static void catch_dump_signal(int sig) {
   sigaction(sig, &sa, NULL);
 }
 
-// pipe2(O_CLOEXEC) where there is one; macOS has only pipe() (no other thread runs yet).
-static bool pipe_cloexec(int fds[2]) {
-#ifdef __APPLE__
-  if (pipe(fds) != 0) return false;
+// A connected pair, close-on-exec (macOS has no SOCK_CLOEXEC; no other thread runs yet).
+static bool socket_pair_cloexec(int fds[2]) {
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return false;
   (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
   (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
   return true;
-#else
-  return pipe2(fds, O_CLOEXEC) == 0;
-#endif
-}
-
-// A thread of the library's: not attached (created without the hooks), every signal blocked (no
-// signal of the program's lands on it), detached.
-static bool start_library_thread(void* (*fn)(void*), void* arg) {
-  pthread_t thread;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);  // the thread inherits the full mask
-  const int err = zxs_thread_hook_real_create(&thread, NULL, fn, arg);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (err == 0) pthread_detach(thread);
-  return err == 0;
 }
 
 // ZXSAMPLER_CONTROL_FD's descriptor when it is a socket, else -1. It stays open across the
@@ -179,6 +158,8 @@ __attribute__((constructor)) static void preload_start(void) {
 
   (void)zxs_thread_start_hook_add(attach_started_thread);  // the first of its hooks: no failure
   if (control >= 0) (void)zxs_profiler_serve(control, g_output, ZXS_FORMAT_FXT);
-  if (dump_signal <= 0 || dump_signal >= NSIG || !pipe_cloexec(g_pipe)) return;
-  if (start_library_thread(signal_watcher, NULL)) catch_dump_signal(dump_signal);
+  if (dump_signal <= 0 || dump_signal >= NSIG || !socket_pair_cloexec(g_dump_socket)) return;
+  if (zxs_profiler_serve(g_dump_socket[0], g_output, ZXS_FORMAT_FXT) == ZX_OK) {
+    catch_dump_signal(dump_signal);
+  }
 }

@@ -36,12 +36,6 @@ static create_fn real_create(void) {
   return fn;
 }
 
-HIDDEN int zxs_thread_hook_real_create(pthread_t* thread, const pthread_attr_t* attr,
-                                       void* (*start)(void*), void* arg) {
-  const create_fn real = real_create();
-  return real == NULL ? EAGAIN : real(thread, attr, start, arg);
-}
-
 typedef struct trampoline {
   void* (*start)(void*);
   void* arg;

@@ -25,11 +25,6 @@ typedef void (*zxs_thread_start_fn)(void);
 // when the hooks are full (a handful: there are two users).
 bool zxs_thread_start_hook_add(zxs_thread_start_fn fn);
 
-// pthread_create as the next definition has it (another interposer's, or the C library's), for a
-// library's own threads, which run no hooks. EAGAIN when there is none.
-int zxs_thread_hook_real_create(pthread_t* thread, const pthread_attr_t* attr,
-                                void* (*start)(void*), void* arg);
-
 // What libzxsampler-threads exports for libzxsampler's recorder, which looks it up by name
 // (dlsym): zxs_thread_start_hook_add of that library's copy.
 typedef bool (*zxs_thread_hook_add_fn)(zxs_thread_start_fn fn);

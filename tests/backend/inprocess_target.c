@@ -1,10 +1,13 @@
 // A program for test_record_inprocess.sh: two threads spend CPU in named functions, then the
 // program ends as its first argument says: "return" (status 7), "_exit" (status 3, which
-// runs no atexit handler, so a preloaded profiler writes nothing) or "fork" (a child that
+// runs no atexit handler, so a preloaded profiler writes nothing), "dump" (raises SIGUSR1,
+// waits for ZXSAMPLER_OUTPUT to appear, then _exit(3)) or "fork" (a child that
 // returns from main first, running the atexit handlers it inherited; then status 7), or "wait
 // FILE" (creates FILE, then waits for a signal to end it).
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -48,6 +51,15 @@ int main(int argc, char** argv) {
   inprocess_main_work();
   pthread_join(thread, NULL);
   if (argc > 1 && strcmp(argv[1], "_exit") == 0) _exit(3);
+  if (argc > 1 && strcmp(argv[1], "dump") == 0) {
+    // ZXSAMPLER_DUMP_SIGNAL asks the library for the profile now; the library's thread writes
+    // it (waited for, at most 10 s), then the program leaves without exit handlers.
+    const char* out = getenv("ZXSAMPLER_OUTPUT");
+    raise(SIGUSR1);
+    const struct timespec tick = {0, 10000000};
+    for (int i = 0; out != NULL && i < 1000 && access(out, F_OK) != 0; i++) nanosleep(&tick, NULL);
+    _exit(3);
+  }
   if (argc > 2 && strcmp(argv[1], "wait") == 0) {
     const int fd = open(argv[2], O_WRONLY | O_CREAT, 0644);
     if (fd < 0) return 1;

@@ -83,6 +83,15 @@ check "_exit: the status is kept (3, got $status)" test "$status" -eq 3
 check "_exit: no profile" test ! -e "$dir/prof.fxt"
 check "_exit: the user is told" grep -q "wrote no profile" "$dir/err.txt"
 
+# ZXSAMPLER_DUMP_SIGNAL (set by hand): the signal has the library's thread write the profile,
+# which then survives the program's _exit.
+rm -f "$dir/prof.fxt"
+(cd "$dir" && ZXSAMPLER_DUMP_SIGNAL=$(kill -l USR1) "$zxs" record "${mode[@]}" -q -o prof.fxt -- \
+  "$target" dump >/dev/null 2>err.txt)
+status=$?
+check "dump signal: the status is kept (3, got $status)" test "$status" -eq 3
+check "dump signal: the profile is written ($(tr '\n' ' ' <"$dir/err.txt"))" test -s "$dir/prof.fxt"
+
 # A program that does not exist: exec's status, and why.
 "$zxs" record "${mode[@]}" -o "$dir/none.fxt" -- "$dir/no-such-program" 2>"$dir/err.txt"
 status=$?
