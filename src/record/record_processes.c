@@ -20,6 +20,7 @@
 #include "modules.h"
 #include "perf_regs.h"
 #include "record_perf.h"
+#include "runtime_events_linux.h"
 #include "runtime_pairs_linux.h"
 #include "sorted_search.h"
 #include "trace_file.h"
@@ -113,6 +114,7 @@ struct record_processes {
   bool runtime;
   uint32_t rt_fields;  // ZXS_TASK_RUNTIME_*
   char rt_missing[512];
+  int64_t fault_edge_ns;  // added to each fault (zxs_rt_fault_edge_ns())
   uint64_t* rt_ids;
   int* rt_kinds;
   size_t rt_count;
@@ -269,7 +271,7 @@ static thread_t* thread_in(record_processes_t* s, uint32_t tid, uint32_t proc) {
     return NULL;
   }
   thread_t* t = &s->threads[s->thread_count];
-  *t = (thread_t){.tid = tid, .process = proc};
+  *t = (thread_t){.tid = tid, .process = proc, .pairs.fault_edge_ns = s->fault_edge_ns};
   // A thread that moved keeps its name; a new one is named like its process for now.
   memcpy(t->name, index >= 0 ? s->threads[index].name : s->processes[proc].name, sizeof(t->name));
   if (!id_map_put(&s->tid_map, tid, (uint32_t)s->thread_count)) return NULL;
@@ -627,6 +629,7 @@ void record_processes_set_runtime(record_processes_t* s, uint32_t fields, const 
   s->rt_fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME | fields;
   snprintf(s->rt_missing, sizeof(s->rt_missing), "%s", missing != NULL ? missing : "");
   zxs_rt_lock_tracepoints(&s->lock_begin, &s->lock_end);
+  if (fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) s->fault_edge_ns = zxs_rt_fault_edge_ns();
   free(s->rt_ids);
   free(s->rt_kinds);
   s->rt_ids = malloc((count + 1) * sizeof(*s->rt_ids));
