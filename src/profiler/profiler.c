@@ -236,20 +236,15 @@ static void set_error(char* error, size_t size, const char* what, const char* pa
   if (error != NULL && size > 0) snprintf(error, size, "%s %s: %s", what, path, strerror(errno));
 }
 
-// A trace file's bytes: mapped (a regular file: the page cache holds them, no copy on the heap,
-// whatever the file's size) or read into the heap (a pipe).
+// A trace file's bytes, mapped: the page cache holds them, no copy on the heap, whatever the
+// file's size (a pipe's are spooled to a file first).
 typedef struct trace_bytes {
   void* data;
   size_t size;
-  bool mapped;
 } trace_bytes_t;
 
 static void release_trace(trace_bytes_t* t) {
-  if (t->mapped) {
-    munmap(t->data, t->size);
-  } else {
-    free(t->data);
-  }
+  munmap(t->data, t->size);
   t->data = NULL;
 }
 
@@ -262,18 +257,62 @@ static zx_status_t map_file(FILE* in, const char* path, size_t size, trace_bytes
     set_error(error, error_size, "cannot read", path);
     return errno == ENOMEM ? ZX_ERR_NO_MEMORY : ZX_ERR_IO;
   }
-  *out = (trace_bytes_t){.data = data, .size = size, .mapped = true};
+  *out = (trace_bytes_t){.data = data, .size = size};
   return ZX_OK;
 }
 
-// A trace file's bytes: a regular file (mapped) or a pipe (read); anything else (a device such as
-// /dev/zero, a directory) is refused, and so is what does not start with the FXT magic, before
-// more than its first record is read.
+// Copies what a pipe carries into an unlinked file in $TMPDIR (else /tmp) and maps that, so a
+// trace from a pipe costs no more heap than one from a file, whatever its size.
+static zx_status_t spool_pipe(FILE* in, const char* path, uint64_t magic, trace_bytes_t* out,
+                              char* error, size_t error_size) {
+  const char* dir = getenv("TMPDIR");
+  if (dir == NULL || dir[0] == '\0') dir = "/tmp";
+  char spool_path[4096];
+  snprintf(spool_path, sizeof(spool_path), "%s/zxsampler-report-XXXXXX", dir);
+  const int fd = mkstemp(spool_path);
+  FILE* spool = fd >= 0 ? fdopen(fd, "w+b") : NULL;
+  if (spool == NULL) {
+    if (error != NULL && error_size > 0) {
+      snprintf(error, error_size, "%s: cannot make a file in %s to hold it: %s", path, dir,
+               strerror(errno));
+    }
+    if (fd >= 0) close(fd);
+    fclose(in);
+    return ZX_ERR_IO;
+  }
+  unlink(spool_path);  // gone with its last reference, the mapping
+  char chunk[1u << 16];
+  size_t total = sizeof(magic);
+  bool read_failed = false, write_failed = fwrite(&magic, sizeof(magic), 1, spool) != 1;
+  while (!write_failed) {
+    const size_t n = fread(chunk, 1, sizeof(chunk), in);
+    if (n == 0) {
+      read_failed = ferror(in) != 0;
+      break;
+    }
+    write_failed = fwrite(chunk, 1, n, spool) != n;
+    total += n;
+  }
+  fclose(in);
+  write_failed = write_failed || fflush(spool) != 0;
+  if (read_failed || write_failed) {
+    if (read_failed) {
+      set_error(error, error_size, "cannot read", path);
+    } else if (error != NULL && error_size > 0) {
+      snprintf(error, error_size, "%s: cannot hold it in %s after %zu bytes: %s", path, dir, total,
+               strerror(errno));
+    }
+    fclose(spool);
+    return ZX_ERR_IO;
+  }
+  return map_file(spool, path, total, out, error, error_size);
+}
+
+// A trace file's bytes: a regular file (mapped) or a pipe (spooled to a file, mapped); anything
+// else (a device such as /dev/zero, a directory) is refused, and so is what does not start with the
+// FXT magic, before more than its first record is read.
 static zx_status_t read_trace(const char* path, trace_bytes_t* out, char* error,
                               size_t error_size) {
-  void** data = &out->data;
-  size_t* size = &out->size;
-  out->mapped = false;
   FILE* in = fopen(path, "rb");
   if (in == NULL) {
     set_error(error, error_size, "cannot open", path);
@@ -306,43 +345,7 @@ static zx_status_t read_trace(const char* path, trace_bytes_t* out, char* error,
     return failed ? ZX_ERR_IO : ZX_ERR_IO_DATA_INTEGRITY;
   }
   if (S_ISREG(st.st_mode)) return map_file(in, path, (size_t)st.st_size, out, error, error_size);
-  size_t cap = 1u << 16;
-  if (cap < sizeof(magic)) cap = sizeof(magic);
-  char* buf = malloc(cap);
-  size_t len = sizeof(magic);
-  zx_status_t status = buf != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
-  if (buf != NULL) memcpy(buf, &magic, sizeof(magic));
-  while (status == ZX_OK) {
-    if (len == cap) {
-      char* grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-      if (grown == NULL) {
-        status = ZX_ERR_NO_MEMORY;
-        break;
-      }
-      buf = grown;
-      cap *= 2;
-    }
-    size_t n = fread(buf + len, 1, cap - len, in);
-    len += n;
-    if (n == 0) {
-      if (ferror(in)) {
-        set_error(error, error_size, "cannot read", path);
-        status = ZX_ERR_IO;
-      }
-      break;
-    }
-  }
-  fclose(in);
-  if (status == ZX_ERR_NO_MEMORY && error != NULL && error_size > 0) {
-    snprintf(error, error_size, "%s: out of memory reading it (%zu bytes read)", path, len);
-  }
-  if (status != ZX_OK) {
-    free(buf);
-    return status;
-  }
-  *data = buf;
-  *size = len;
-  return ZX_OK;
+  return spool_pipe(in, path, magic, out, error, error_size);
 }
 
 zx_status_t zxs_profile_check_output(const char* path, char* error, size_t error_size) {
