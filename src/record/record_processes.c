@@ -456,7 +456,10 @@ static void on_comm(record_processes_t* s, const struct perf_event_header* h) {
   if (h->misc & PERF_RECORD_MISC_COMM_EXEC) {
     record_id_t id;
     if (pid == s->root && s->root_exec_ns == 0 && trailer_id(h, 0, &id)) s->root_exec_ns = id.time;
-    if (!process_is_empty(p)) {  // a new image: a new process object
+    // A new image: a new process object, unless the one before never had a name or a mapping
+    // (samples of the exec itself, between the events' enabling and this record: they stay,
+    // with the image they started).
+    if (!process_is_empty(p) && !(p->map_count == 0 && p->name[0] == '\0')) {
       process_done(p);
       int64_t index = new_process(s, pid, NULL);
       if (index < 0) return;
