@@ -126,7 +126,8 @@ struct record_processes {
   bool pcs;
   uint64_t root_exec_ns;  // the root's first exec (COMM_EXEC), 0 until seen
   uint64_t pc_exec_ns;    // where no COMM_EXEC is seen: the root's samples are kept from here
-  zxs_jit_capture_t* jit;  // JIT code names, read as processes end (NULL: no memory)
+  // JIT code names, read as processes end (NULL: no memory).
+  zxs_jit_capture_t* jit;
 };
 
 // A PC sample of record_processes_on_pc(), held in the batch like a perf record.

@@ -32,7 +32,9 @@ static const captured_t* find(const zxs_jit_capture_t* c, uint64_t koid) {
   return NULL;
 }
 
-bool zxs_jit_capture_has(const zxs_jit_capture_t* c, uint64_t koid) { return find(c, koid) != NULL; }
+bool zxs_jit_capture_has(const zxs_jit_capture_t* c, uint64_t koid) {
+  return find(c, koid) != NULL;
+}
 
 const zxs_jit_symbols_t* zxs_jit_capture_find(const zxs_jit_capture_t* c, uint64_t koid) {
   const captured_t* p = find(c, koid);
@@ -103,7 +105,8 @@ void zxs_jit_capture_process(zxs_jit_capture_t* c, uint64_t koid, uint32_t pid,
   captured_t* entry = &c->processes[c->count++];
   *entry = (captured_t){.koid = koid};
   // (A set may hold up to twice its limit: arrays grow by doubling.)
-  const size_t left = c->bytes < ZXS_JIT_CAPTURE_MAX_BYTES ? ZXS_JIT_CAPTURE_MAX_BYTES - c->bytes : 0;
+  const size_t left =
+      c->bytes < ZXS_JIT_CAPTURE_MAX_BYTES ? ZXS_JIT_CAPTURE_MAX_BYTES - c->bytes : 0;
   zxs_jit_symbols_t set = {.limit = left < ZXS_JIT_SET_MAX_BYTES ? left : ZXS_JIT_SET_MAX_BYTES};
   if (set.limit == 0) return;
   const uint32_t owner = process_uid(pid);

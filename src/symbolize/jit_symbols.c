@@ -78,8 +78,8 @@ zx_status_t zxs_jit_parse_perf_map(zxs_jit_symbols_t* set, const char* text, siz
     const char* p = line;
     uint64_t start, length;
     if (eol == line) {  // blank line
-    } else if (parse_hex(&p, eol, &start) && skip_blanks(&p, eol) &&
-               parse_hex(&p, eol, &length) && skip_blanks(&p, eol)) {
+    } else if (parse_hex(&p, eol, &start) && skip_blanks(&p, eol) && parse_hex(&p, eol, &length) &&
+               skip_blanks(&p, eol)) {
       const char* name_end = eol;
       while (name_end > p && (name_end[-1] == '\r' || name_end[-1] == ' ')) name_end--;
       zx_status_t status = zxs_jit_symbols_add(set, start, length, p, (size_t)(name_end - p));
@@ -202,7 +202,8 @@ zx_status_t zxs_jit_parse_jitdump(zxs_jit_symbols_t* set, const void* data, size
       const size_t max = record_size - LOAD_NAME_OFFSET;
       const size_t before = set->count;
       status = zxs_jit_symbols_add(set, u64_at(r + 32), u64_at(r + 40), name, strnlen(name, max));
-      if (status == ZX_OK && set->count > before && !code_map_put(&loaded, u64_at(r + 48), before)) {
+      if (status == ZX_OK && set->count > before &&
+          !code_map_put(&loaded, u64_at(r + 48), before)) {
         status = ZX_ERR_NO_MEMORY;
       }
     } else if (id == JIT_CODE_MOVE && record_size >= MOVE_SIZE) {
@@ -313,9 +314,8 @@ zx_status_t zxs_jit_symbols_resolve(zxs_jit_symbols_t* set) {
     if (last != NULL && last->order == owner->order && last->start + last->size == from) {
       last->size += to - from;
     } else {
-      pieces[piece_count++] =
-          (zxs_jit_symbol_t){.start = from, .size = to - from, .name = owner->name,
-                             .order = owner->order};
+      pieces[piece_count++] = (zxs_jit_symbol_t){
+          .start = from, .size = to - from, .name = owner->name, .order = owner->order};
     }
   }
   free(sorted);
@@ -330,9 +330,8 @@ zx_status_t zxs_jit_symbols_resolve(zxs_jit_symbols_t* set) {
 }
 
 const zxs_jit_symbol_t* zxs_jit_symbols_lookup(const zxs_jit_symbols_t* set, uint64_t address) {
-  const size_t below =
-      zxs_sorted_count_at_or_below(set->symbols, set->count, sizeof(*set->symbols),
-                                   offsetof(zxs_jit_symbol_t, start), address);
+  const size_t below = zxs_sorted_count_at_or_below(set->symbols, set->count, sizeof(*set->symbols),
+                                                    offsetof(zxs_jit_symbol_t, start), address);
   if (below == 0) return NULL;
   const zxs_jit_symbol_t* symbol = &set->symbols[below - 1];
   return address - symbol->start < symbol->size ? symbol : NULL;

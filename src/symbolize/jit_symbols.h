@@ -69,8 +69,7 @@ static inline const char* zxs_jit_symbol_name(const zxs_jit_symbols_t* set,
 
 // The set as perf map text ("%llx %llx NAME\n" lines, in the set's order), malloc'd into *text
 // (caller frees; NULL when empty). ZX_ERR_NO_MEMORY.
-zx_status_t zxs_jit_symbols_write_perf_map(const zxs_jit_symbols_t* set, char** text,
-                                           size_t* size);
+zx_status_t zxs_jit_symbols_write_perf_map(const zxs_jit_symbols_t* set, char** text, size_t* size);
 
 // Frees what the set holds and empties it (its limit stays).
 void zxs_jit_symbols_free(zxs_jit_symbols_t* set);

@@ -98,7 +98,8 @@ static void write_perf_map(const char* dir, uint64_t addr, const char* name, boo
   snprintf(real, sizeof(real), "%s/real.map", dir);
   unlink(path);
   FILE* f = fopen(symlinked ? real : path, "w");
-  if (f == NULL || fprintf(f, "%llx %zx %s\n", (unsigned long long)addr, sizeof(kCountdown), name) < 0 ||
+  if (f == NULL ||
+      fprintf(f, "%llx %zx %s\n", (unsigned long long)addr, sizeof(kCountdown), name) < 0 ||
       fclose(f) != 0 || (symlinked && symlink(real, path) != 0)) {
     perror("perf map");
     exit(1);

@@ -84,7 +84,8 @@ const end = Date.now() + 1500;
 while (Date.now() < end) total += hotFunction(100000);
 console.log(total > 0 ? "ok" : "no");
 EOF
-  "$ZXS" record -o "$T/node.fxt" -- node --perf-basic-prof "$T/hot.js" >"$T/node.out" 2>"$T/node.err"
+  # (node writes a V8 log into its working directory: $T.)
+  (cd "$T" && "$ZXS" record -o "$T/node.fxt" -- node --perf-basic-prof "$T/hot.js" >"$T/node.out" 2>"$T/node.err")
   check "record of node exits 0 ($(tr '\n' ' ' <"$T/node.err"))" [ $? -eq 0 ]
   "$ZXS" report "$T/node.fxt" >"$T/node.txt" 2>&1
   pid=$(sed -nE 's/^Process: .*\(pid ([0-9]+)\).*/\1/p' "$T/node.txt" | head -n 1)

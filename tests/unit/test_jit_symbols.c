@@ -30,14 +30,14 @@ static const char* name_at(const zxs_jit_symbols_t* set, uint64_t address) {
 static void perf_map_lines_and_malformed_ones(void** state) {
   (void)state;
   static const char kMap[] =
-      "1000 10 LazyCompile:*hot /tmp/a.js:1\n"  // node's form
-      "0x2000 0X20 JS:*with prefix\r\n"         // 0x prefixes, a CRLF line end
-      "\n"                                      // blank: nothing
-      "zz 10 not hex\n"                         // malformed: start
-      "3000 10\n"                               // malformed: no name
-      "3000 yy name\n"                          // malformed: size
-      "3000 0 zero size\n"                      // skipped: empty range
-      "ffffffffffffff00 200 wraps around\n"     // skipped: past the end of the address space
+      "1000 10 LazyCompile:*hot /tmp/a.js:1\n"   // node's form
+      "0x2000 0X20 JS:*with prefix\r\n"          // 0x prefixes, a CRLF line end
+      "\n"                                       // blank: nothing
+      "zz 10 not hex\n"                          // malformed: start
+      "3000 10\n"                                // malformed: no name
+      "3000 yy name\n"                           // malformed: size
+      "3000 0 zero size\n"                       // skipped: empty range
+      "ffffffffffffff00 200 wraps around\n"      // skipped: past the end of the address space
       "12345678901234567 10 seventeen digits\n"  // malformed: too long a number
       "4000 8 last line without newline";
   zxs_jit_symbols_t set = {0};
