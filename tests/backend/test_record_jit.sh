@@ -14,7 +14,7 @@ if [ $# -ne 2 ]; then
   echo "usage: $0 ZXSAMPLER JIT_TARGET" >&2
   exit 2
 fi
-ZXS=$1
+ZXS=$(realpath "$1")  # (node runs in another directory)
 TARGET=$2
 
 # shellcheck source=check_lib.sh
@@ -34,7 +34,8 @@ if [ $? -eq 77 ]; then
 fi
 
 "$ZXS" record -o "$T/jit.fxt" -- "$TARGET" "$T" 2 >"$T/jit.out" 2>"$T/jit.err"
-check "record of jit_target exits 0 ($(tr '\n' ' ' <"$T/jit.err"))" [ $? -eq 0 ]
+status=$?
+check "record of jit_target exits 0 ($(tr '\n' ' ' <"$T/jit.err"))" [ $status -eq 0 ]
 pid=$(head -n 1 "$T/jit.out")
 check "jit_target wrote its perf map" [ -f "/tmp/perf-$pid.map" ]
 check "jit_target wrote its jitdump" [ -f "$T/jit-$pid.dump" ]
@@ -63,7 +64,8 @@ check "folded: at most 2 stacks end in a bare address ($bare)" [ "$bare" -le 2 ]
 # --- 2. A perf map that is a symbolic link is not read ----------------------------------------
 
 "$ZXS" record -o "$T/link.fxt" -- "$TARGET" "$T" 1 symlink >"$T/link.out" 2>"$T/link.err"
-check "record of jit_target (symlink) exits 0" [ $? -eq 0 ]
+status=$?
+check "record of jit_target (symlink) exits 0" [ $status -eq 0 ]
 pid=$(head -n 1 "$T/link.out")
 rm -f "/tmp/perf-$pid.map" "$T/jit-$pid.dump" "$T/real.map"
 "$ZXS" report "$T/link.fxt" >"$T/link.txt" 2>&1
@@ -86,7 +88,8 @@ console.log(total > 0 ? "ok" : "no");
 EOF
   # (node writes a V8 log into its working directory: $T.)
   (cd "$T" && "$ZXS" record -o "$T/node.fxt" -- node --perf-basic-prof "$T/hot.js" >"$T/node.out" 2>"$T/node.err")
-  check "record of node exits 0 ($(tr '\n' ' ' <"$T/node.err"))" [ $? -eq 0 ]
+  status=$?
+  check "record of node exits 0 ($(tr '\n' ' ' <"$T/node.err"))" [ $status -eq 0 ]
   "$ZXS" report "$T/node.fxt" >"$T/node.txt" 2>&1
   pid=$(sed -nE 's/^Process: .*\(pid ([0-9]+)\).*/\1/p' "$T/node.txt" | head -n 1)
   rm -f "/tmp/perf-$pid.map"
