@@ -27,11 +27,12 @@ leaf_samples() { awk -v name="$2" '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0,
 
 # --- 1. Our own JIT: a perf map and a jitdump -------------------------------------------------
 
-"$TARGET" "$T" 0 >/dev/null
+"$TARGET" "$T" 0 >"$T/probe.out"
 if [ $? -eq 77 ]; then
   echo "SKIP: jit_target has no code for this architecture"
   exit 77
 fi
+rm -f "/tmp/perf-$(head -n 1 "$T/probe.out").map"
 
 "$ZXS" record -o "$T/jit.fxt" -- "$TARGET" "$T" 2 >"$T/jit.out" 2>"$T/jit.err"
 status=$?
