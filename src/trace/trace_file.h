@@ -8,6 +8,7 @@
 //   loaded modules as symbolizer markup ({{{module:...}}} and {{{mmap:...}}} lines, each mmap
 //   line followed by a "file_offset:0x..." line; traces written before that line existed lack
 //   it, and their readers derive the offsets);
+//   `zxsampler record` adds per process its modules and JIT code names as blobs (see below);
 //   in a recorder's alert trace, the alert's instant event (see ZXS_TRACE_ALERT_CATEGORY);
 //   then every sample record of every region, as the sampler wrote them (zero tails dropped).
 #ifndef ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_
