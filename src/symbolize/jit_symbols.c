@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "array_grow.h"
+#include "hex_digit.h"
 #include "sorted_search.h"
 
 zx_status_t zxs_jit_symbols_add(zxs_jit_symbols_t* set, uint64_t start, uint64_t size,
@@ -40,20 +41,13 @@ zx_status_t zxs_jit_symbols_add(zxs_jit_symbols_t* set, uint64_t start, uint64_t
 
 // --- Perf maps --------------------------------------------------------------------------------
 
-static int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // A hex number (optional 0x, 1 to 16 digits) at *p, which moves past it.
 static bool parse_hex(const char** p, const char* end, uint64_t* out) {
   const char* at = *p;
   if (end - at > 2 && at[0] == '0' && (at[1] == 'x' || at[1] == 'X')) at += 2;
   uint64_t v = 0;
   int digits = 0;
-  for (int d; at < end && (d = hex_value(*at)) >= 0; at++) {
+  for (int d; at < end && (d = zxs_hex_digit(*at)) >= 0; at++) {
     if (++digits > 16) return false;
     v = v << 4 | (uint64_t)d;
   }

@@ -10,6 +10,7 @@
 #include "array_grow.h"
 #include "demangle.h"
 #include "elf_symbolizer.h"
+#include "hex_digit.h"
 #include "modules_markup.h"
 #include "sorted_search.h"
 #include "trace_file.h"
@@ -37,14 +38,6 @@ static bool expect(const char** p, const char* end, const char* word) {
   return true;
 }
 
-// The value of a hex digit, or -1.
-static int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* name, size_t len,
                               const char* hex, size_t hex_len) {
   if (id != list->count || hex_len % 2 != 0 || hex_len / 2 > ZXS_BUILD_ID_MAX) {
@@ -63,7 +56,7 @@ static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* 
   // In the list from here on, so that zxs_modules_free() frees its path whatever comes next.
   list->count++;
   for (size_t i = 0; i < hex_len / 2; i++) {
-    const int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    const int hi = zxs_hex_digit(hex[2 * i]), lo = zxs_hex_digit(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) return ZX_ERR_IO_DATA_INTEGRITY;  // not hex (sscanf took "+1", " 1")
     m->build_id[i] = (uint8_t)(hi << 4 | lo);
   }
