@@ -387,7 +387,7 @@ static zx_status_t add_inline_frames(zxs_profile_t* p, zxs_profile_location_t* l
   return ZX_OK;
 }
 
-// Names code outside every module from its process's JIT symbols. False when out of memory.
+// Names code that no module names from its process's JIT symbols. False when out of memory.
 static bool name_jit_code(zxs_profile_t* p, zxs_profile_location_t* loc,
                           const zxs_jit_symbols_t* jit) {
   const uint64_t at = loc->is_return_address ? loc->address - 1 : loc->address;
@@ -442,6 +442,8 @@ static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso,
         zxs_elf_lookup(elves[index], file_address,
                        loc->is_return_address ? ZXS_ELF_LOOKUP_RETURN_ADDRESS : 0,
                        &where) != ZX_OK) {
+      // A mapped file that is no ELF file the JIT may name (.NET's ready-to-run images).
+      if (jit != NULL && !name_jit_code(p, loc, &jit[loc->process])) status = ZX_ERR_NO_MEMORY;
       continue;
     }
     if (where.name != NULL && !set_name(p, where.name, &loc->function, &loc->system_name)) {

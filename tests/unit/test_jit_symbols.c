@@ -381,7 +381,16 @@ static void trace_names_jit_frames_one_row_per_function(void** state) {
   zxs_fxt_kernel_object_t process = {
       .obj_type = ZX_OBJ_TYPE_PROCESS, .koid = PID, .name = str("node")};
   assert_int_equal(zxs_fxt_write_kernel_object(&buf, &process, NULL, 0), ZX_OK);
-  static const char kMap[] = "7f0000001000 40 JS:*hot /x.js:1\n7f0000002000 20 JS:~caller\n";
+  // A mapped file that is no ELF file here (as .NET's images are): its code named by the JIT.
+  static const char kModules[] =
+      "{{{module:0:/nonexistent-zxs/app.dll:elf:}}}\n{{{mmap:0x500000:0x1000:load:0:rx:0x0}}}\n";
+  zxs_fxt_large_blob_t modules = {.category = str(ZXS_TRACE_CATEGORY),
+                                  .name = str(ZXS_TRACE_MODULES_NAME),
+                                  .thread = {.process_koid = PID},
+                                  .payload = {.data = kModules, .size = strlen(kModules)}};
+  assert_int_equal(zxs_fxt_write_large_blob(&buf, &modules, NULL, 0), ZX_OK);
+  static const char kMap[] =
+      "7f0000001000 40 JS:*hot /x.js:1\n7f0000002000 20 JS:~caller\n500000 100 App.Main()\n";
   zxs_jit_symbols_t set = {0};
   assert_int_equal(zxs_jit_parse_perf_map(&set, kMap, strlen(kMap)), ZX_OK);
   assert_int_equal(zxs_jit_symbols_resolve(&set), ZX_OK);
@@ -399,10 +408,12 @@ static void trace_names_jit_frames_one_row_per_function(void** state) {
   const uint64_t b[] = {0x7f0000001010, 0x7f0000002008};
   const uint64_t c[] = {0x7f000000103f, 0x7f0000002010};
   const uint64_t outside[] = {0x7f0000003000};
+  const uint64_t in_image[] = {0x500010};
   write_sample(&buf, a, 2);
   write_sample(&buf, b, 2);
   write_sample(&buf, c, 2);
   write_sample(&buf, outside, 1);
+  write_sample(&buf, in_image, 1);
   assert_int_equal(buf.status, ZX_OK);
 
   zxs_profile_t profile;
@@ -414,7 +425,7 @@ static void trace_names_jit_frames_one_row_per_function(void** state) {
   FILE* out = open_memstream(&text, &size);
   assert_int_equal(zxs_export_folded(&profile, 0, out), ZX_OK);
   fclose(out);
-  assert_string_equal(text, "0x7f0000003000 1\nJS:~caller;JS:*hot /x.js:1 3\n");
+  assert_string_equal(text, "0x7f0000003000 1\nApp.Main() 1\nJS:~caller;JS:*hot /x.js:1 3\n");
   free(text);
   out = open_memstream(&text, &size);
   assert_int_equal(zxs_export_top(&profile, 10, 0, out), ZX_OK);
