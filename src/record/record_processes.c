@@ -17,6 +17,7 @@
 #include "cfi_unwind.h"
 #include "elf_symbolizer.h"
 #include "frame_walk.h"
+#include "jit_capture.h"
 #include "modules.h"
 #include "perf_regs.h"
 #include "record_perf.h"
@@ -127,6 +128,8 @@ struct record_processes {
   bool pcs;
   uint64_t root_exec_ns;  // the root's first exec (COMM_EXEC), 0 until seen
   uint64_t pc_exec_ns;    // where no COMM_EXEC is seen: the root's samples are kept from here
+  // JIT code names, read as processes end (NULL: no memory).
+  zxs_jit_capture_t* jit;
 };
 
 // A PC sample of record_processes_on_pc(), held in the batch like a perf record.
@@ -247,6 +250,16 @@ static int64_t new_process(record_processes_t* s, uint32_t pid, const process_t*
   }
   if (!id_map_put(&s->pid_map, pid, (uint32_t)s->process_count)) return -1;
   return (int64_t)s->process_count++;
+}
+
+// The JIT code names of a sampled process (jit_capture.h), read while its files are its own:
+// at its exit, or at the end for one still running (the next process of its pid rewrites them).
+static void capture_jit(record_processes_t* s, const process_t* p) {
+  if (s->jit == NULL || p->samples == 0) return;
+  const char** paths = calloc(p->map_count + 1, sizeof(*paths));
+  for (size_t i = 0; paths != NULL && i < p->map_count; i++) paths[i] = p->maps[i].path;
+  zxs_jit_capture_process(s->jit, p->koid, p->pid, paths, paths != NULL ? p->map_count : 0);
+  free(paths);
 }
 
 // A process object that will see no more samples (it exited, or exec replaced it).
@@ -485,6 +498,7 @@ static void on_fork(record_processes_t* s, const struct perf_event_header* h) {
       if (index >= 0) {
         s->processes[index].exited = true;
         process_done(&s->processes[index]);
+        capture_jit(s, &s->processes[index]);
       }
     }
     return;
@@ -1209,6 +1223,10 @@ zx_status_t record_processes_write(record_processes_t* s, uint64_t period_ns,
     if (p->samples == 0 && p->koid != s->root) continue;
     write_process(&head, s, p, period_ns, threads_not_attached);
     status = write_process_modules(&head, p, &cache);
+    // Still running (or its exit unseen): its JIT files as they are now.
+    if (id_map_get(&s->pid_map, p->pid) == (int64_t)i) capture_jit(s, p);
+    const zxs_jit_symbols_t* jit = s->jit != NULL ? zxs_jit_capture_find(s->jit, p->koid) : NULL;
+    if (status == ZX_OK && jit != NULL) status = zxs_trace_write_jit_symbols(&head, p->koid, jit);
   }
   module_files_free(&cache);
   for (size_t i = 0; i < s->thread_count && status == ZX_OK; i++) {
@@ -1274,6 +1292,7 @@ record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_
   s->kernel = kernel;
   s->follow_children = follow_children;
   zxs_fxt_buf_init(&s->sample);
+  s->jit = zxs_jit_capture_new();
   if (cfi && (s->unwinder = zxs_cfi_unwinder_new()) == NULL) {
     record_processes_free(s);
     return NULL;
@@ -1322,5 +1341,6 @@ void record_processes_free(record_processes_t* s) {
   free(s->read_sums);
   zxs_fxt_buf_destroy(&s->sample);
   zxs_cfi_unwinder_free(s->unwinder);
+  zxs_jit_capture_free(s->jit);
   free(s);
 }
