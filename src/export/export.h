@@ -57,9 +57,10 @@
 //   and file_offset from its first executable segment (its first non-empty segment if none is
 //   executable), filename = path, build_id = lowercase hex. has_functions / has_filenames /
 //   has_line_numbers / has_inline_frames are set when any location of the module has them
-//   (pprof then leaves the mapping alone rather than symbolizing the binary itself).
+//   (pprof then leaves the mapping alone rather than symbolizing the binary itself). The
+//   profile's process (profile->pid) has its modules first: pprof's `File:` is the first.
 // - duration_nanos spans the first to the last sample's ticks plus one period (each sample
-//   stands for one period); a comment names the process.
+//   stands for one period); a comment names the profile's process.
 //
 // zxs_export_pprof() writes the gzip-compressed encoding (what pprof files are).
 zx_status_t zxs_export_pprof(const zxs_profile_t* profile, FILE* out);

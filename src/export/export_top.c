@@ -332,9 +332,10 @@ static void write_runtime(const zxs_profile_t* p, FILE* out) {
 
 static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out) {
   bool named = p->process_name != NULL && p->process_name[0] != '\0';
+  const zxs_profile_process_t* process = zxs_profile_find_process(p, p->pid);
   fputs("Process: ", out);
   write_plain(out, named ? p->process_name : "unknown");
-  fprintf(out, " (pid %" PRIu64 ")\n", p->process_count > 0 ? p->processes[0].pid : p->pid);
+  fprintf(out, " (pid %" PRIu64 ")\n", process != NULL ? process->pid : p->pid);
   fprintf(out, "Samples: %zu  Threads: %zu  Period: ", p->sample_count, thread_count);
   if (p->period > 0) {
     uint64_t period = (uint64_t)p->period;

@@ -22,6 +22,9 @@
 #include "protobuf_writer.h"
 #include "test_export_fixture.h"
 
+// The fixture's process (pid 100) after an exec: a new process object, koid pid | 1 << 32.
+#define EXEC_KOID (100ull | (1ull << 32))
+
 // --- Capturing output -------------------------------------------------------------------------
 
 typedef zx_status_t (*export_fn)(const zxs_profile_t* profile, uint32_t flags, FILE* out);
@@ -630,6 +633,36 @@ static uint8_t* gunzip(const uint8_t* in, size_t in_size, size_t* out_size) {
   *out_size = z.total_out;
   inflateEnd(&z);
   return out;
+}
+
+// The profile's process (a selection's, here the exec'd cc1plus, not the g++ that started it)
+// names the pprof profile: its modules' mappings come first (pprof's `File:`), the comment
+// gives its pid, not its koid.
+static void test_pprof_names_own_process(void** state) {
+  (void)state;
+  zxs_profile_t p;
+  fixture_profile(&p);
+  zxs_profile_process_t processes[] = {
+      {.koid = 100, .pid = 100, .name = "g++", .module_first = 0, .module_count = 1},
+      {.koid = EXEC_KOID, .pid = 100, .name = "cc1plus", .module_first = 1, .module_count = 2}};
+  p.processes = processes;
+  p.process_count = 2;
+  p.pid = EXEC_KOID;
+  p.process_name = "cc1plus";
+  uint8_t* data;
+  size_t size;
+  assert_int_equal(zxs_export_pprof_encode(&p, &data, &size), ZX_OK);
+  dec_profile_t d;
+  decode_profile(data, size, &d);
+  check_references(&d);
+  assert_int_equal(d.mapping_count, 3);
+  assert_int_equal(d.mappings[0].id, 2);
+  assert_string_equal(dstr(&d, d.mappings[0].filename), "/lib/libfoo.so");
+  assert_int_equal(d.mappings[2].id, 1);
+  assert_int_equal(d.comment_count, 1);
+  assert_string_equal(dstr(&d, d.comments[0]), "process cc1plus (pid 100)");
+  free_decoded(&d);
+  free(data);
 }
 
 static void test_pprof_gzip(void** state) {
@@ -1363,6 +1396,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_protobuf_writer),
       cmocka_unit_test(test_pprof_fixture),
+      cmocka_unit_test(test_pprof_names_own_process),
       cmocka_unit_test(test_pprof_gzip),
       cmocka_unit_test(test_pprof_empty_and_unknown_period),
       cmocka_unit_test(test_folded),
