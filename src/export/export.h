@@ -121,7 +121,8 @@ zx_status_t zxs_export_markup(const zxs_profile_t* profile, FILE* out);
 //
 // A text report: a header (process, samples, threads with samples, period, duration as for
 // pprof, in ms), then
-// one row per function label, inlined calls as their own "<function> (inlined)" rows:
+// one row per function label (kernel functions marked " [k]", as perf report does), inlined
+// calls as their own "<function> (inlined)" rows:
 // self (samples where it is the innermost frame) and total
 // (samples where it is anywhere in the stack, once per sample even when recursive), as counts
 // and percent of all samples, sorted by self (then total, then name) descending; the first

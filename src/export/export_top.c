@@ -397,6 +397,9 @@ static int64_t intern_label(top_state_t* st, uint32_t location) {
   } else {
     zxs_export_append_label(&label, st->profile, location);
   }
+  if (zxs_profile_is_kernel_address(loc->address)) {
+    zxs_sb_puts(&label, ZXS_EXPORT_TOP_KERNEL_SUFFIX);
+  }
   return intern_built(st, &label);
 }
 

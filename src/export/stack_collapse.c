@@ -83,6 +83,9 @@ static char* folded_label(const zxs_profile_t* profile, uint32_t location) {
     }
     if (k == loc->inline_count + 1) {
       zxs_export_append_label(&raw, profile, location);
+      if (zxs_profile_is_kernel_address(loc->address)) {
+        zxs_sb_puts(&raw, ZXS_EXPORT_FOLDED_KERNEL_SUFFIX);
+      }
     } else {
       zxs_export_append_inline_label(&raw, &profile->inline_frames[loc->inline_first + k - 1]);
       zxs_sb_append(&safe, ";", 1);
