@@ -34,6 +34,10 @@
 #define ZXS_EXPORT_THREAD_ROOT (1u << 0)
 // Like ZXS_EXPORT_THREAD_ROOT, with the tid appended ("<name>-<tid>"): one root per thread.
 #define ZXS_EXPORT_THREAD_ROOT_TID (1u << 1)
+// The root frame of each stack (outside the thread root, if any) is the sampled process's name
+// ("process-<pid>" when unknown), as stackcollapse-perf.pl writes the comm: different programs
+// of a process tree stay apart, and processes of one program (every cc1plus of a build) merge.
+#define ZXS_EXPORT_PROCESS_ROOT (1u << 2)
 
 // --- pprof ----------------------------------------------------------------------------------
 //
@@ -75,9 +79,10 @@ zx_status_t zxs_export_pprof_encode(const zxs_profile_t* profile, uint8_t** data
 // per unique stack, "outer;...;inner COUNT\n", frames outermost first, sorted by byte order
 // (as LC_ALL=C sort). Frames are labelled as said above (identical labels of different
 // addresses merge); a location with inlined calls is several frames, each inlined one
-// labelled "<function> (inlined)". In labels, ';' becomes ':' and control characters (newlines,
-// tabs) become ' '; an empty label is "[unknown]". `flags`: 0 or ZXS_EXPORT_THREAD_ROOT[_TID]. An
-// empty profile writes nothing.
+// labelled "<function> (inlined)". Kernel frames end in "_[k]" (stackcollapse-perf.pl
+// --kernel's mark, which flamegraph.pl colours). In labels, ';' becomes ':' and control
+// characters (newlines, tabs) become ' '; an empty label is "[unknown]". `flags`: 0 or any of
+// ZXS_EXPORT_PROCESS_ROOT and ZXS_EXPORT_THREAD_ROOT[_TID]. An empty profile writes nothing.
 zx_status_t zxs_export_folded(const zxs_profile_t* profile, uint32_t flags, FILE* out);
 
 // --- Flame graph ----------------------------------------------------------------------------

@@ -100,16 +100,21 @@ bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out) {
   return false;
 }
 
-// Writes a profile (read from a trace) in one of the derived formats.
+// Writes a profile (read from a trace) in one of the derived formats, as `selection` (may be
+// NULL) asks.
 static zx_status_t export_profile(const zxs_profile_t* profile, zxs_profile_format_t format,
-                                  uint32_t top_flags, FILE* out) {
+                                  const zxs_profile_selection_t* selection, FILE* out) {
+  const uint32_t stack_flags =
+      selection != NULL && selection->no_process_frame ? 0 : ZXS_EXPORT_PROCESS_ROOT;
+  const uint32_t top_flags =
+      selection != NULL && selection->addresses ? ZXS_EXPORT_TOP_ADDRESSES : 0;
   switch (format) {
     case ZXS_FORMAT_PPROF:
       return zxs_export_pprof(profile, out);
     case ZXS_FORMAT_FOLDED:
-      return zxs_export_folded(profile, 0, out);
+      return zxs_export_folded(profile, stack_flags, out);
     case ZXS_FORMAT_FLAMEGRAPH:
-      return zxs_export_flamegraph(profile, 0, NULL, out);
+      return zxs_export_flamegraph(profile, stack_flags, NULL, out);
     case ZXS_FORMAT_MARKUP:
       return zxs_export_markup(profile, out);
     case ZXS_FORMAT_TOP:
@@ -130,9 +135,7 @@ static zx_status_t convert_buffer(const void* trace, size_t size, FILE* out,
   zx_status_t status = zxs_profile_from_trace(trace, size, &profile, error, error_size);
   if (status != ZX_OK) return status;
   if (selection != NULL) zxs_profile_select(&profile, selection->pid, selection->name);
-  status =
-      export_profile(&profile, format,
-                     selection != NULL && selection->addresses ? ZXS_EXPORT_TOP_ADDRESSES : 0, out);
+  status = export_profile(&profile, format, selection, out);
   zxs_profile_free(&profile);
   return status;
 }

@@ -774,6 +774,88 @@ static void test_folded_same_thread_names(void** state) {
   free(text);
 }
 
+// A process tree: sh, then xz by exec (same pid, another koid), another xz and a process
+// without a name, each sampled in main -> leaf.
+static zxs_profile_process_t tree_processes[] = {{.koid = 100, .pid = 100, .name = "sh"},
+                                                 {.koid = EXEC_KOID, .pid = 100, .name = "xz"},
+                                                 {.koid = 200, .pid = 200, .name = "xz"},
+                                                 {.koid = 300, .pid = 300, .name = ""}};
+static uint32_t tree_frames[] = {L_LEAF, L_MAIN};
+static zxs_profile_sample_t tree_samples[] = {{.pid = 100, .tid = 101, .depth = 2},
+                                              {.pid = EXEC_KOID, .tid = 101, .depth = 2},
+                                              {.pid = 200, .tid = 102, .depth = 2},
+                                              {.pid = 300, .tid = 103, .depth = 2}};
+
+static void tree_profile(zxs_profile_t* p) {
+  fixture_profile(p);
+  p->processes = tree_processes;
+  p->process_count = 4;
+  p->samples = tree_samples;
+  p->sample_count = 4;
+  p->frames = tree_frames;
+  p->frame_count = 2;
+}
+
+// ZXS_EXPORT_PROCESS_ROOT: programs stay apart, one program's processes merge; outside the
+// thread root.
+static void test_folded_process_root(void** state) {
+  (void)state;
+  zxs_profile_t p;
+  tree_profile(&p);
+  char* text = export_to_memory(folded_fn, &p, 0, NULL);
+  assert_string_equal(text, "main;leaf<a&b> 4\n");
+  free(text);
+  text = export_to_memory(folded_fn, &p, ZXS_EXPORT_PROCESS_ROOT, NULL);
+  assert_string_equal(text,
+                      "process-300;main;leaf<a&b> 1\n"
+                      "sh;main;leaf<a&b> 1\n"
+                      "xz;main;leaf<a&b> 2\n");
+  free(text);
+  text = export_to_memory(folded_fn, &p, ZXS_EXPORT_PROCESS_ROOT | ZXS_EXPORT_THREAD_ROOT, NULL);
+  assert_string_equal(text,
+                      "process-300;thread-103;main;leaf<a&b> 1\n"
+                      "sh;main;main;leaf<a&b> 1\n"
+                      "xz;main;main;leaf<a&b> 1\n"
+                      "xz;worker:1 ;main;leaf<a&b> 1\n");
+  free(text);
+  text = export_to_memory(flamegraph_fn, &p, ZXS_EXPORT_PROCESS_ROOT, NULL);
+  assert_int_equal(count_occurrences(text, "<title>xz (2 samples, 50.00%)</title>"), 1);
+  assert_int_equal(count_occurrences(text, "<title>sh (1 sample, 25.00%)</title>"), 1);
+  assert_int_equal(count_occurrences(text, "<title>main ("), 3);  // one per program
+  free(text);
+}
+
+// Kernel frames are marked as perf marks them: "_[k]" in folded stacks, " [k]" in top.
+static void test_kernel_frames_marked(void** state) {
+  (void)state;
+  zxs_profile_t p;
+  fixture_profile(&p);
+  zxs_profile_location_t locations[L_COUNT + 2];
+  memcpy(locations, fixture_locations, sizeof(fixture_locations));
+  locations[L_COUNT] = (zxs_profile_location_t){
+      .address = 0xffffffff81000010ull, .module = -1, .function = "do_syscall_64"};
+  locations[L_COUNT + 1] = (zxs_profile_location_t){.address = 0xffffffff81000020ull,
+                                                    .is_return_address = true,
+                                                    .module = -1,
+                                                    .function = "entry_SYSCALL_64"};
+  uint32_t frames[] = {L_COUNT, L_COUNT + 1, L_MAIN};
+  zxs_profile_sample_t samples[] = {{.pid = 100, .tid = 101, .depth = 3}};
+  p.locations = locations;
+  p.location_count = L_COUNT + 2;
+  p.frames = frames;
+  p.frame_count = 3;
+  p.samples = samples;
+  p.sample_count = 1;
+  char* text = export_to_memory(folded_fn, &p, 0, NULL);
+  assert_string_equal(text, "main;entry_SYSCALL_64_[k];do_syscall_64_[k] 1\n");
+  free(text);
+  text = export_to_memory(top_fn, &p, 0, NULL);
+  assert_non_null(strstr(text, "       1  100.00%        1  100.00%  do_syscall_64 [k]\n"));
+  assert_non_null(strstr(text, "  entry_SYSCALL_64 [k]\n"));
+  assert_non_null(strstr(text, "  main\n"));
+  free(text);
+}
+
 // --- Flame graph ----------------------------------------------------------------------------
 
 // Checks that elements nest properly (comments, CDATA and the XML declaration skipped).
@@ -1401,6 +1483,8 @@ int main(void) {
       cmocka_unit_test(test_pprof_empty_and_unknown_period),
       cmocka_unit_test(test_folded),
       cmocka_unit_test(test_folded_same_thread_names),
+      cmocka_unit_test(test_folded_process_root),
+      cmocka_unit_test(test_kernel_frames_marked),
       cmocka_unit_test(test_flamegraph),
       cmocka_unit_test(test_flamegraph_labels_and_utf8),
       cmocka_unit_test(test_markup),
