@@ -141,12 +141,14 @@ static int report(int argc, char** argv) {
     close(fd);
     output = "-";
   }
-  char error[256];
+  char error[1024];
   zx_status_t status =
       zxs_profile_convert_selected(argv[optind], output, format, &selection, error, sizeof(error));
   if (status != ZX_OK) {
     fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
-    return 1;
+    // --pid or --comm naming no process of the profile: a usage error, without the usage text
+    // (the message lists the processes to choose from).
+    return status == ZX_ERR_NOT_FOUND ? 2 : 1;
   }
   return 0;
 }

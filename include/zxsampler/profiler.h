@@ -80,8 +80,10 @@ typedef struct zxs_profile_selection {
 // As zxs_profile_convert(), keeping only the samples `selection` names (NULL: all, shown as
 // the defaults above). The output names the first process kept (the top report's `Process:`,
 // pprof's comment and first mapping). FXT output is a copy of the input whatever the
-// selection. A selection that matches no sample is not an error: the output says there are no
-// samples.
+// selection. A selection of processes that have no samples is not an error: the output says
+// there are no samples.
+//   ZX_ERR_NOT_FOUND the profile holds no process with that pid and name; `error` lists the
+//   ones it holds (the first few). And zxs_profile_convert()'s statuses.
 ZXS_API zx_status_t zxs_profile_convert_selected(const char* in_path, const char* out_path,
                                                  zxs_profile_format_t format,
                                                  const zxs_profile_selection_t* selection,

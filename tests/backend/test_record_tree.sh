@@ -152,7 +152,17 @@ root=$(sed -nE 's/^Process: .* \(pid ([0-9]+)\)$/\1/p' "$T/tree.txt")
 "$ZXS" report --pid "$root" "$T/tree.fxt" >"$T/tree-root.txt" 2>&1
 check "report --pid ROOT: level0 only" sh -c "grep -qw level0 '$T/tree-root.txt' && ! grep -qwE 'level1|level2' '$T/tree-root.txt'"
 "$ZXS" report --comm nosuchname "$T/tree.fxt" >"$T/tree-none.txt" 2>&1
-check "report --comm with no match: 0 samples" grep -q '^Samples: 0 ' "$T/tree-none.txt"
+status=$?
+check "report --comm with no match: status 2 (got $status)" [ "$status" = 2 ]
+check "report --comm with no match: says so, listing the processes" \
+  grep -q "no process named 'nosuchname' in the profile; its processes: record_target (pid $root)" \
+  "$T/tree-none.txt"
+"$ZXS" report --pid 2147483646 -f folded "$T/tree.fxt" >"$T/tree-nopid.txt" 2>&1
+status=$?
+check "report --pid not in the profile: status 2 (got $status)" [ "$status" = 2 ]
+check "report --pid not in the profile: says so" \
+  grep -q "no process with pid 2147483646 in the profile; its processes: record_target" \
+  "$T/tree-nopid.txt"
 "$ZXS" report -f pprof -o "$T/tree.pb.gz" "$T/tree.fxt"
 check "pprof of a tree carries process labels" sh -c "gzip -dc '$T/tree.pb.gz' | grep -qa record_target"
 record_run tree-noinherit --no-inherit -- "$TARGET" tree 0.3
