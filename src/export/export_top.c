@@ -194,11 +194,16 @@ static int compare_process_samples(const void* a, const void* b) {
   return x->koid < y->koid ? -1 : x->koid > y->koid;
 }
 
-// Processes with samples, most first, when there are several.
+// Processes with samples, most first, when there are several or the one there is is not the
+// header's (`record -- sh -c 'xz ...'`: sh forked xz and sampled none).
 static void write_processes(const zxs_profile_t* p, FILE* out) {
   size_t with_samples = 0;
-  for (size_t i = 0; i < p->process_count; i++) with_samples += p->processes[i].samples > 0;
-  if (with_samples < 2) return;
+  bool header_sampled = false;
+  for (size_t i = 0; i < p->process_count; i++) {
+    with_samples += p->processes[i].samples > 0;
+    header_sampled |= p->processes[i].samples > 0 && p->processes[i].koid == p->pid;
+  }
+  if (with_samples == 0 || (with_samples == 1 && header_sampled)) return;
   const zxs_profile_process_t** sorted = malloc(with_samples * sizeof(*sorted));
   if (sorted == NULL) return;
   size_t n = 0;

@@ -825,6 +825,32 @@ static void test_folded_process_root(void** state) {
   free(text);
 }
 
+// A launcher that sampled nothing (sh, forking xz): the header names it, the process list says
+// whose samples these are.
+static void test_top_lists_the_one_sampled_process(void** state) {
+  (void)state;
+  zxs_profile_t p;
+  tree_profile(&p);
+  zxs_profile_process_t processes[] = {{.koid = 100, .pid = 100, .name = "sh"},
+                                       {.koid = 200, .pid = 200, .name = "xz", .samples = 1}};
+  zxs_profile_sample_t samples[] = {{.pid = 200, .tid = 102, .depth = 2}};
+  p.processes = processes;
+  p.process_count = 2;
+  p.process_name = "sh";
+  p.samples = samples;
+  p.sample_count = 1;
+  char* text = export_to_memory(top_fn, &p, 0, NULL);
+  assert_non_null(strstr(text, "Process: sh (pid 100)\n"));
+  assert_non_null(strstr(text, "Processes: 1\n         1 100.00%  xz (pid 200)\n"));
+  free(text);
+  processes[0].samples = 1;  // the header's process is the one sampled: no list
+  samples[0].pid = 100;
+  processes[1].samples = 0;
+  text = export_to_memory(top_fn, &p, 0, NULL);
+  assert_null(strstr(text, "Processes:"));
+  free(text);
+}
+
 // Kernel frames are marked as perf marks them: "_[k]" in folded stacks, " [k]" in top.
 static void test_kernel_frames_marked(void** state) {
   (void)state;
@@ -1485,6 +1511,7 @@ int main(void) {
       cmocka_unit_test(test_folded_same_thread_names),
       cmocka_unit_test(test_folded_process_root),
       cmocka_unit_test(test_kernel_frames_marked),
+      cmocka_unit_test(test_top_lists_the_one_sampled_process),
       cmocka_unit_test(test_flamegraph),
       cmocka_unit_test(test_flamegraph_labels_and_utf8),
       cmocka_unit_test(test_markup),
