@@ -17,6 +17,7 @@
 
 #include "export.h"
 #include "process_facts.h"
+#include "string_builder.h"
 #include "trace_file.h"
 #include "trace_output.h"
 
@@ -100,16 +101,21 @@ bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out) {
   return false;
 }
 
-// Writes a profile (read from a trace) in one of the derived formats.
+// Writes a profile (read from a trace) in one of the derived formats, as `selection` (may be
+// NULL) asks.
 static zx_status_t export_profile(const zxs_profile_t* profile, zxs_profile_format_t format,
-                                  uint32_t top_flags, FILE* out) {
+                                  const zxs_profile_selection_t* selection, FILE* out) {
+  const uint32_t stack_flags =
+      selection != NULL && selection->no_process_frame ? 0 : ZXS_EXPORT_PROCESS_ROOT;
+  const uint32_t top_flags =
+      selection != NULL && selection->addresses ? ZXS_EXPORT_TOP_ADDRESSES : 0;
   switch (format) {
     case ZXS_FORMAT_PPROF:
       return zxs_export_pprof(profile, out);
     case ZXS_FORMAT_FOLDED:
-      return zxs_export_folded(profile, 0, out);
+      return zxs_export_folded(profile, stack_flags, out);
     case ZXS_FORMAT_FLAMEGRAPH:
-      return zxs_export_flamegraph(profile, 0, NULL, out);
+      return zxs_export_flamegraph(profile, stack_flags, NULL, out);
     case ZXS_FORMAT_MARKUP:
       return zxs_export_markup(profile, out);
     case ZXS_FORMAT_TOP:
@@ -117,6 +123,40 @@ static zx_status_t export_profile(const zxs_profile_t* profile, zxs_profile_form
     default:
       return ZX_ERR_INVALID_ARGS;
   }
+}
+
+// ZX_ERR_NOT_FOUND, with the processes the profile does hold in `error`, when `selection` names
+// no process of it (a process that is there but has no samples is fine).
+static zx_status_t check_selection(const zxs_profile_t* profile,
+                                   const zxs_profile_selection_t* selection, char* error,
+                                   size_t error_size) {
+  if (selection == NULL || (selection->pid == 0 && selection->name == NULL)) return ZX_OK;
+  for (size_t i = 0; i < profile->process_count; i++) {
+    if (zxs_profile_process_matches(&profile->processes[i], selection->pid, selection->name)) {
+      return ZX_OK;
+    }
+  }
+  if (error == NULL || error_size == 0) return ZX_ERR_NOT_FOUND;
+  enum { kListed = 8 };
+  zxs_sb_t msg = {0};
+  zxs_sb_puts(&msg, "no process");
+  if (selection->pid != 0)
+    zxs_sb_printf(&msg, " with pid %llu", (unsigned long long)selection->pid);
+  if (selection->name != NULL) zxs_sb_printf(&msg, " named '%s'", selection->name);
+  zxs_sb_puts(&msg, " in the profile; its processes:");
+  for (size_t i = 0; i < profile->process_count && i < kListed; i++) {
+    const zxs_profile_process_t* p = &profile->processes[i];
+    zxs_sb_printf(&msg, "%s %s (pid %llu)", i > 0 ? "," : "",
+                  p->name[0] != '\0' ? p->name : "unknown", (unsigned long long)p->pid);
+  }
+  if (profile->process_count > kListed) {
+    zxs_sb_printf(&msg, " and %zu more", profile->process_count - kListed);
+  }
+  if (profile->process_count == 0) zxs_sb_puts(&msg, " none");
+  snprintf(error, error_size, "%s",
+           msg.failed ? "no such process in the profile" : zxs_sb_str(&msg));
+  zxs_sb_free(&msg);
+  return ZX_ERR_NOT_FOUND;
 }
 
 static zx_status_t convert_buffer(const void* trace, size_t size, FILE* out,
@@ -129,10 +169,11 @@ static zx_status_t convert_buffer(const void* trace, size_t size, FILE* out,
   zxs_profile_t profile;
   zx_status_t status = zxs_profile_from_trace(trace, size, &profile, error, error_size);
   if (status != ZX_OK) return status;
-  if (selection != NULL) zxs_profile_select(&profile, selection->pid, selection->name);
-  status =
-      export_profile(&profile, format,
-                     selection != NULL && selection->addresses ? ZXS_EXPORT_TOP_ADDRESSES : 0, out);
+  status = check_selection(&profile, selection, error, error_size);
+  if (status == ZX_OK) {
+    if (selection != NULL) zxs_profile_select(&profile, selection->pid, selection->name);
+    status = export_profile(&profile, format, selection, out);
+  }
   zxs_profile_free(&profile);
   return status;
 }
