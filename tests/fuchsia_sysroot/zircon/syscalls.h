@@ -7,7 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <zircon/syscalls/object.h>
-#include <zxsampler/types.h>
+#if defined(__Fuchsia__)
+#include <zircon/types.h>  // a Fuchsia target: the SDK's names only
+#else
+#include <zxsampler/types.h>  // the double's host: the library's
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
