@@ -34,11 +34,12 @@ zx_status_t zxs_profiler_start(const zxs_profiler_options_t* options) {
       if (options->reserved[i] != 0) return ZX_ERR_INVALID_ARGS;
     }
   }
+  // The fields not named are 0: iobuffer_discipline is ZX_IOB_DISCIPLINE_TYPE_NONE where the
+  // config has one (hosts; Fuchsia's "attach" sampler revision; the "read" one has none).
   zx_sampler_config_t config = {
       .period = options != NULL && options->period != 0 ? options->period : DEFAULT_PERIOD,
-      .buffer_size =
-          options != NULL && options->buffer_size != 0 ? options->buffer_size : DEFAULT_BUFFER_SIZE,
-      .iobuffer_discipline = ZX_IOB_DISCIPLINE_NONE};
+      .buffer_size = options != NULL && options->buffer_size != 0 ? options->buffer_size
+                                                                  : DEFAULT_BUFFER_SIZE};
   pthread_mutex_lock(&g_lock);
   zx_status_t status = ZX_ERR_BAD_STATE;
   if (g_iob == ZX_HANDLE_INVALID) {
@@ -48,6 +49,8 @@ zx_status_t zxs_profiler_start(const zxs_profiler_options_t* options) {
       status = zxs_sampler_create(rsrc, 0, &config, sizeof(config), &iob);
       zxs_handle_close(rsrc);
     }
+    // Fuchsia's "read" sampler revision has no attach (ZX_ERR_NOT_SUPPORTED): this profiler,
+    // which reads the session's IOBuffer regions, does not run there.
     if (status == ZX_OK) status = zxs_sampler_attach(iob, zxs_thread_self());
     if (status == ZX_OK) status = zxs_sampler_start(iob);
     if (status == ZX_OK) {
