@@ -12,10 +12,11 @@ set -euo pipefail
 # for Fuchsia's when the Fuchsia backend is compiled for aarch64-unknown-fuchsia; valgrind (the
 # memcheck stress test) and linux-perf (perfmon's counts checked against `perf stat`; the
 # benchmarks compare with `perf record`); setpriv (util-linux) runs record's unprivileged
-# checks and ps (procps) reads process groups in its process-tree test.
+# checks and ps (procps) reads process groups in its process-tree test; rustc builds the Rust
+# program whose names (demangled) and inline frames record's Rust test checks.
 packages=(build-essential g++ clang clang-format pkg-config meson ninja-build libcmocka-dev zlib1g-dev
           libunwind-dev libdw-dev golang-go libxml2-utils llvm-16 spin debuginfod lld-14 libclang-rt-14-dev
-          libc6-dev-arm64-cross valgrind linux-perf util-linux procps)
+          libc6-dev-arm64-cross valgrind linux-perf util-linux procps rustc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
