@@ -1161,9 +1161,10 @@ static bool may_hold_code(int tag) {
 
 // Fills `scopes` from index `depth` with the DIEs under `parent` whose addresses hold `pc`,
 // outermost first (the subprogram, then lexical blocks and inlined calls); returns the new
-// depth. DIEs without addresses are searched when they may hold code, `nesting` of them deep.
-static int find_scopes(Dwarf_Die* parent, Dwarf_Addr pc, Dwarf_Die* scopes, int depth,
-                       int nesting) {
+// depth. With `into_containers`, DIEs without addresses that may hold code are searched too,
+// `nesting` of them deep.
+static int find_scopes(Dwarf_Die* parent, Dwarf_Addr pc, bool into_containers, Dwarf_Die* scopes,
+                       int depth, int nesting) {
   Dwarf_Die child;
   if (depth >= MAX_SCOPE_DEPTH || nesting >= MAX_SCOPE_DEPTH || dwarf_child(parent, &child) != 0) {
     return depth;
@@ -1172,10 +1173,10 @@ static int find_scopes(Dwarf_Die* parent, Dwarf_Addr pc, Dwarf_Die* scopes, int 
     if (dwarf_hasattr(&child, DW_AT_low_pc) || dwarf_hasattr(&child, DW_AT_ranges)) {
       if (dwarf_haspc(&child, pc) > 0) {
         scopes[depth] = child;
-        return find_scopes(&scopes[depth], pc, scopes, depth + 1, nesting);
+        return find_scopes(&scopes[depth], pc, into_containers, scopes, depth + 1, nesting);
       }
-    } else if (may_hold_code(dwarf_tag(&child)) && dwarf_haschildren(&child)) {
-      int found = find_scopes(&child, pc, scopes, depth, nesting + 1);
+    } else if (into_containers && may_hold_code(dwarf_tag(&child)) && dwarf_haschildren(&child)) {
+      int found = find_scopes(&child, pc, into_containers, scopes, depth, nesting + 1);
       if (found > depth) {
         return found;
       }
@@ -1221,7 +1222,12 @@ static void lookup_dwarf(zxs_elf_t* elf, uint64_t probe, uint64_t address, bool 
     }
   }
   Dwarf_Die scopes[MAX_SCOPE_DEPTH];
-  int n = find_scopes(cu, dwfl_addr - cu_bias, scopes, 0, 0);
+  // C and C++ units keep their code at the top level: look there first, at the cost
+  // dwarf_getscopes had; inside namespaces and types (Rust) only when that finds nothing.
+  int n = find_scopes(cu, dwfl_addr - cu_bias, false, scopes, 0, 0);
+  if (n == 0) {
+    n = find_scopes(cu, dwfl_addr - cu_bias, true, scopes, 0, 0);
+  }
   // Innermost last: the subprogram the code physically belongs to, then lexical blocks and
   // inlined calls (DW_TAG_inlined_subroutine) nested in it. Each inline frame takes the line
   // the frame inside it was called from; the innermost keeps the line table's.
