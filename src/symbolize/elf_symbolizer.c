@@ -68,6 +68,8 @@
 // How many preceding symbols a lookup tries when the nearest one ends before the address
 // (symbols nested in a larger one, e.g. a local label symbol inside a function).
 #define MAX_ENCLOSING_STEPS 16u
+// Nesting of scopes (namespaces, subprograms, blocks, inlined calls) followed to an address.
+#define MAX_SCOPE_DEPTH 64
 
 typedef struct sym_entry {
   uint64_t address;
@@ -1139,6 +1141,50 @@ static void call_site(Dwarf_Die* die, const char** file, uint32_t* line, uint32_
   }
 }
 
+// DIEs that hold no code themselves but may hold functions that do: Rust (LLVM) nests its
+// subprograms in namespaces (`rust_target::{impl#0}`) and types, where C and C++ compilers put
+// them at the unit's top level. libdw's dwarf_getscopes never looks inside a DIE without
+// addresses, so it found no scope at all in Rust units: no inline frames.
+static bool may_hold_code(int tag) {
+  switch (tag) {
+    case DW_TAG_namespace:
+    case DW_TAG_module:
+    case DW_TAG_structure_type:
+    case DW_TAG_class_type:
+    case DW_TAG_union_type:
+    case DW_TAG_interface_type:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Fills `scopes` from index `depth` with the DIEs under `parent` whose addresses hold `pc`,
+// outermost first (the subprogram, then lexical blocks and inlined calls); returns the new
+// depth. With `into_containers`, DIEs without addresses that may hold code are searched too,
+// `nesting` of them deep.
+static int find_scopes(Dwarf_Die* parent, Dwarf_Addr pc, bool into_containers, Dwarf_Die* scopes,
+                       int depth, int nesting) {
+  Dwarf_Die child;
+  if (depth >= MAX_SCOPE_DEPTH || nesting >= MAX_SCOPE_DEPTH || dwarf_child(parent, &child) != 0) {
+    return depth;
+  }
+  do {
+    if (dwarf_hasattr(&child, DW_AT_low_pc) || dwarf_hasattr(&child, DW_AT_ranges)) {
+      if (dwarf_haspc(&child, pc) > 0) {
+        scopes[depth] = child;
+        return find_scopes(&scopes[depth], pc, into_containers, scopes, depth + 1, nesting);
+      }
+    } else if (into_containers && may_hold_code(dwarf_tag(&child)) && dwarf_haschildren(&child)) {
+      int found = find_scopes(&child, pc, into_containers, scopes, depth, nesting + 1);
+      if (found > depth) {
+        return found;
+      }
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return depth;
+}
+
 // Appends one inline frame to the handle's buffer; false when out of memory (the chain is then
 // dropped whole: a partial one would give the outer function a callee's line).
 static bool push_inline_frame(zxs_elf_t* elf, size_t count, const zxs_elf_inline_frame_t* frame) {
@@ -1175,28 +1221,25 @@ static void lookup_dwarf(zxs_elf_t* elf, uint64_t probe, uint64_t address, bool 
       out->column = column > 0 ? (uint32_t)column : 0;
     }
   }
-  Dwarf_Die* scopes = NULL;
-  int n = dwarf_getscopes(cu, dwfl_addr - cu_bias, &scopes);
-  // Innermost first: inlined calls (DW_TAG_inlined_subroutine, maybe within lexical blocks),
-  // then the subprogram the code physically belongs to. Past an inlined call, libdw's scopes
-  // go on with the callee's abstract definition, so the call's own parents are asked for
-  // (dwarf_getscopes_die). Each frame takes the line the frame inside it was called from; the
-  // innermost keeps the line table's.
+  Dwarf_Die scopes[MAX_SCOPE_DEPTH];
+  // C and C++ units keep their code at the top level: look there first, at the cost
+  // dwarf_getscopes had; inside namespaces and types (Rust) only when that finds nothing.
+  int n = find_scopes(cu, dwfl_addr - cu_bias, false, scopes, 0, 0);
+  if (n == 0) {
+    n = find_scopes(cu, dwfl_addr - cu_bias, true, scopes, 0, 0);
+  }
+  // Innermost last: the subprogram the code physically belongs to, then lexical blocks and
+  // inlined calls (DW_TAG_inlined_subroutine) nested in it. Each inline frame takes the line
+  // the frame inside it was called from; the innermost keeps the line table's.
   size_t count = 0;
   bool complete = true;
   zxs_elf_inline_frame_t here = {.file = out->file, .line = out->line, .column = out->column};
-  for (int i = 0; i < n; i++) {
+  for (int i = n - 1; i >= 0; i--) {
     int tag = dwarf_tag(&scopes[i]);
     if (tag == DW_TAG_inlined_subroutine) {
       here.name = die_function_name(&scopes[i]);
       complete = complete && push_inline_frame(elf, count++, &here);
       call_site(&scopes[i], &here.file, &here.line, &here.column);
-      Dwarf_Die* parents = NULL;
-      int parent_count = dwarf_getscopes_die(&scopes[i], &parents);
-      free(scopes);
-      scopes = parents;
-      n = parent_count;
-      i = 0;  // parents[0] is the call itself
       continue;
     }
     if (tag != DW_TAG_subprogram) {
@@ -1221,7 +1264,6 @@ static void lookup_dwarf(zxs_elf_t* elf, uint64_t probe, uint64_t address, bool 
     }
     break;
   }
-  free(scopes);
 }
 
 #endif  // ZXS_ELF_USE_LIBDW
