@@ -908,7 +908,7 @@ static zxs_fxt_str_ref_t str(const char* s) { return zxs_fxt_str_inline(s, strle
 // What the trace needs of one module file, read once for every process that mapped it.
 typedef struct module_file {
   char* path;
-  bool ok;  // an ELF file with a build ID
+  bool ok;  // an ELF file; its module ID (build ID, else derived: modules.h)
   uint8_t build_id[ZXS_BUILD_ID_MAX];
   size_t build_id_size;
   zxs_segment_t* segments;
@@ -948,7 +948,7 @@ static const module_file_t* module_file(module_files_t* cache, const char* path)
   } else {
     opened = zxs_elf_open(path, &elf);
   }
-  if (opened == ZX_OK && zxs_elf_build_id(elf, &id, &f->build_id_size) == ZX_OK &&
+  if (opened == ZX_OK && zxs_elf_module_id(elf, &id, &f->build_id_size) == ZX_OK &&
       zxs_elf_load_segments(elf, &segs, &f->segment_count) == ZX_OK && f->segment_count > 0 &&
       (f->segments = malloc(f->segment_count * sizeof(*segs))) != NULL) {
     memcpy(f->build_id, id, f->build_id_size);
