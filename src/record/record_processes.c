@@ -321,8 +321,10 @@ static zxs_cfi_space_t* process_space(record_processes_t* s, process_t* p) {
   zxs_cfi_mapping_t* mappings = malloc((p->map_count + 1) * sizeof(*mappings));
   if (mappings == NULL) return NULL;
   for (size_t i = 0; i < p->map_count; i++) {
-    mappings[i] = (zxs_cfi_mapping_t){
-        .path = p->maps[i].path, .start = p->maps[i].start, .pgoff = p->maps[i].pgoff};
+    mappings[i] = (zxs_cfi_mapping_t){.path = p->maps[i].path,
+                                      .start = p->maps[i].start,
+                                      .pgoff = p->maps[i].pgoff,
+                                      .len = p->maps[i].len};
   }
   p->cfi = zxs_cfi_space_new(s->unwinder, mappings, p->map_count);
   p->cfi_maps = p->map_count;
