@@ -1039,7 +1039,12 @@ static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* p
                           int need_unwind_info, void* arg) {
   const zxs_cfi_space_t* s = arg;
   const space_module_t* m = find_module(s, ip);
-  if (m == NULL || m->file->hdr_vaddr == 0) return -UNW_ENOINFO;
+  // A remapped piece (add_remapped) does not hold its file's table: libunwind could not read it,
+  // and would end the walk there instead of guessing from the frame pointer.
+  if (m == NULL || m->file->hdr_vaddr == 0 || m->bias + m->file->hdr_vaddr < m->start ||
+      m->bias + m->file->hdr_vaddr >= m->end) {
+    return -UNW_ENOINFO;
+  }
   unw_dyn_info_t di;
   memset(&di, 0, sizeof(di));
   di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
