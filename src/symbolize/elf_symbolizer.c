@@ -966,7 +966,8 @@ static zx_status_t adopt_debug_symbols(zxs_elf_t* elf, const char* path) {
   return ZX_OK;
 }
 
-zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out) {
+// zxs_elf_open() without looking for a separate debug file.
+static zx_status_t open_file(const char* path, zxs_elf_t** out) {
   if (path == NULL || out == NULL) {
     return ZX_ERR_INVALID_ARGS;
   }
@@ -998,6 +999,11 @@ zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out) {
     status = open_image(&r, path, out);
   }
   close(fd);
+  return status;
+}
+
+zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out) {
+  zx_status_t status = open_file(path, out);
   if (status == ZX_OK && !(*out)->has_symtab) {
     status = adopt_debug_symbols(*out, path);
   }
@@ -1043,7 +1049,7 @@ zx_status_t zxs_elf_module_id(const zxs_elf_t* elf, const uint8_t** id, size_t* 
 zx_status_t zxs_elf_file_id(const char* path, uint8_t id[ZXS_BUILD_ID_MAX], size_t* size) {
   zxs_elf_t* elf = NULL;
   const uint8_t* found = NULL;
-  zx_status_t status = zxs_elf_open(path, &elf);
+  zx_status_t status = open_file(path, &elf);  // (no debug file: nothing fetched in process)
   if (status == ZX_OK) {
     status = zxs_elf_module_id(elf, &found, size);
   }

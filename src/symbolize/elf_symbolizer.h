@@ -92,7 +92,8 @@ zx_status_t zxs_elf_build_id(const zxs_elf_t* elf, const uint8_t** id, size_t* s
 // or ZX_ERR_INVALID_ARGS.
 zx_status_t zxs_elf_module_id(const zxs_elf_t* elf, const uint8_t** id, size_t* size);
 
-// zxs_elf_module_id() of the file at `path`, copied into `id`. Statuses of zxs_elf_open().
+// zxs_elf_module_id() of the file at `path`, copied into `id` (for a module captured in process:
+// no separate debug file is looked for, nothing is fetched). Statuses of zxs_elf_open().
 // Thread-safe.
 zx_status_t zxs_elf_file_id(const char* path, uint8_t id[ZXS_BUILD_ID_MAX], size_t* size);
 
