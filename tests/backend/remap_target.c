@@ -15,11 +15,13 @@
 #define PAGE 4096u
 
 // Position-independent as it is: no calls and no data, so a copy at another address runs the
-// same. Page-aligned so that the page mapped again holds all of it and starts past the segment's
-// first page.
-__attribute__((noinline, aligned(PAGE))) long remapped_spin(long n) {
-  long acc = 0;
-  for (long i = 0; i < n; i++) {
+// same (unsigned, and not instrumented by sanitizers, whose checks would call out of it).
+// Page-aligned so that the page mapped again holds all of it and starts past the segment's first
+// page.
+__attribute__((noinline, aligned(PAGE), no_sanitize("address", "undefined"))) unsigned long
+remapped_spin(unsigned long n) {
+  unsigned long acc = 0;
+  for (unsigned long i = 0; i < n; i++) {
     acc = acc * 31 + (i ^ (acc >> 7));
   }
   return acc;
@@ -68,18 +70,18 @@ int main(int argc, char** argv) {
     perror("remap_target: mmap");
     return 1;
   }
-  long (*spin)(long) =
-      (long (*)(long))((uintptr_t)copy + (uintptr_t)(place.file_offset - page_offset));
+  unsigned long (*spin)(unsigned long) = (unsigned long (*)(unsigned long))(
+      (uintptr_t)copy + (uintptr_t)(place.file_offset - page_offset));
   if (spin(1000) != remapped_spin(1000)) {
     fprintf(stderr, "remap_target: the copy computes something else\n");
     return 1;
   }
-  long total = 0;
+  unsigned long total = 0;
   const double end = now() + seconds;
   while (now() < end) {
     total += spin(200000);
   }
-  printf("remapped: 0x%lx (%s the segment at 0x%lx) %ld\n", page_offset,
+  printf("remapped: 0x%lx (%s the segment at 0x%lx) %lu\n", page_offset,
          page_offset > place.segment_offset ? "inside" : "at the start of", place.segment_offset,
          total & 1);
   return 0;
