@@ -212,10 +212,7 @@ static zx_status_t read_id_note(zxs_elf_t* elf, const reader_t* r, uint64_t offs
     memcpy(elf->build_id, desc, desc_size);
     elf->build_id_size = desc_size;
   } else if (*found && which == ZXS_ELF_NOTE_GO_BUILD_ID && desc_size > 0) {
-    zxs_id_hash_t hash;
-    zxs_id_hash_init(&hash, ZXS_ID_FROM_GO_BUILD_ID);
-    zxs_id_hash_add(&hash, desc, desc_size);
-    zxs_id_hash_finish(&hash, elf->derived_id);
+    zxs_derived_id(ZXS_ID_FROM_GO_BUILD_ID, desc, desc_size, elf->derived_id);
     elf->has_derived_id = true;
   }
   free(notes);

@@ -172,3 +172,11 @@ void zxs_id_hash_finish(const zxs_id_hash_t* hash, uint8_t id[ZXS_DERIVED_ID_SIZ
     }
   }
 }
+
+void zxs_derived_id(zxs_id_source_t source, const void* data, size_t size,
+                    uint8_t id[ZXS_DERIVED_ID_SIZE]) {
+  zxs_id_hash_t hash;
+  zxs_id_hash_init(&hash, source);
+  zxs_id_hash_add(&hash, data, size);
+  zxs_id_hash_finish(&hash, id);
+}

@@ -63,6 +63,10 @@ void zxs_id_hash_init(zxs_id_hash_t* hash, zxs_id_source_t source);
 void zxs_id_hash_add(zxs_id_hash_t* hash, const void* data, size_t size);
 void zxs_id_hash_finish(const zxs_id_hash_t* hash, uint8_t id[ZXS_DERIVED_ID_SIZE]);
 
+// The three above over `size` bytes at `data`. Pure, thread-safe.
+void zxs_derived_id(zxs_id_source_t source, const void* data, size_t size,
+                    uint8_t id[ZXS_DERIVED_ID_SIZE]);
+
 typedef struct zxs_module {
   char* path;  // as the loader names it, /proc/self/exe's target for the main executable,
                // "[vdso]" for the vDSO; never NULL after capture ("" if unknown)

@@ -153,10 +153,7 @@ static void read_build_id_in_place(const zxs_prim_module_t* module, zxs_module_t
         continue;
       }
       if (kNotes[n] == ZXS_ELF_NOTE_GO_BUILD_ID) {
-        zxs_id_hash_t hash;
-        zxs_id_hash_init(&hash, ZXS_ID_FROM_GO_BUILD_ID);
-        zxs_id_hash_add(&hash, id, id_size);
-        zxs_id_hash_finish(&hash, m->build_id);
+        zxs_derived_id(ZXS_ID_FROM_GO_BUILD_ID, id, id_size, m->build_id);
         m->build_id_size = ZXS_DERIVED_ID_SIZE;
       } else if (id_size <= ZXS_BUILD_ID_MAX) {
         memcpy(m->build_id, id, id_size);

@@ -53,36 +53,28 @@ static void test_notes_find_go_build_id(void** state) {
                                   &desc, &desc_size));
 }
 
-static void derive(zxs_id_source_t source, const void* data, size_t size,
-                   uint8_t id[ZXS_DERIVED_ID_SIZE]) {
-  zxs_id_hash_t hash;
-  zxs_id_hash_init(&hash, source);
-  zxs_id_hash_add(&hash, data, size);
-  zxs_id_hash_finish(&hash, id);
-}
-
 static void test_derived_id_is_fixed(void** state) {
   (void)state;
   uint8_t id[ZXS_DERIVED_ID_SIZE];
   char hex[2 * ZXS_DERIVED_ID_SIZE + 1];
   // Golden values (FNV-1a 64 as modules.c seeds it, checked with Python): changing them makes
   // every trace written before unnamed.
-  derive(ZXS_ID_FROM_GO_BUILD_ID, kGoId, sizeof(kGoId) - 1, id);
+  zxs_derived_id(ZXS_ID_FROM_GO_BUILD_ID, kGoId, sizeof(kGoId) - 1, id);
   assert_int_equal(zxs_build_id_to_hex(id, sizeof(id), hex, sizeof(hex)), ZX_OK);
   assert_string_equal(hex, "55f50dcd4ea24f1aa6726a248745029e");
-  derive(ZXS_ID_FROM_FILE, "", 0, id);
+  zxs_derived_id(ZXS_ID_FROM_FILE, "", 0, id);
   assert_int_equal(zxs_build_id_to_hex(id, sizeof(id), hex, sizeof(hex)), ZX_OK);
   assert_string_equal(hex, "af63bf4c8601bb450839c907b4f1fd0e");
   // Any split of the bytes gives the same ID; another source another.
   uint8_t whole[ZXS_DERIVED_ID_SIZE], split[ZXS_DERIVED_ID_SIZE];
-  derive(ZXS_ID_FROM_FILE, kGoId, sizeof(kGoId) - 1, whole);
+  zxs_derived_id(ZXS_ID_FROM_FILE, kGoId, sizeof(kGoId) - 1, whole);
   zxs_id_hash_t hash;
   zxs_id_hash_init(&hash, ZXS_ID_FROM_FILE);
   zxs_id_hash_add(&hash, kGoId, 10);
   zxs_id_hash_add(&hash, kGoId + 10, sizeof(kGoId) - 11);
   zxs_id_hash_finish(&hash, split);
   assert_memory_equal(whole, split, sizeof(whole));
-  derive(ZXS_ID_FROM_GO_BUILD_ID, kGoId, sizeof(kGoId) - 1, split);
+  zxs_derived_id(ZXS_ID_FROM_GO_BUILD_ID, kGoId, sizeof(kGoId) - 1, split);
   assert_memory_not_equal(whole, split, sizeof(whole));
 }
 
@@ -152,7 +144,7 @@ static void test_elf_module_id(void** state) {
   // Go's note only: the ID of the note, and no GNU build ID.
   size_t notes_size = put_note(notes, 0, "Go", 4, kGoId, sizeof(kGoId) - 1);
   size_t size = make_elf(image, sizeof(image), notes, notes_size);
-  derive(ZXS_ID_FROM_GO_BUILD_ID, kGoId, sizeof(kGoId) - 1, want);
+  zxs_derived_id(ZXS_ID_FROM_GO_BUILD_ID, kGoId, sizeof(kGoId) - 1, want);
   expect_module_id(image, size, want, sizeof(want));
   zxs_elf_t* elf = NULL;
   assert_int_equal(zxs_elf_open_memory(image, size, &elf), ZX_OK);
@@ -168,11 +160,11 @@ static void test_elf_module_id(void** state) {
   // No ID note at all: the ID of the image's bytes, which changes with any of them.
   notes_size = put_note(notes, 0, "GNU", 5, gnu, sizeof(gnu));
   size = make_elf(image, sizeof(image), notes, notes_size);
-  derive(ZXS_ID_FROM_FILE, image, size, want);
+  zxs_derived_id(ZXS_ID_FROM_FILE, image, size, want);
   expect_module_id(image, size, want, sizeof(want));
   image[size - 1] ^= 1;
   uint8_t changed[ZXS_DERIVED_ID_SIZE];
-  derive(ZXS_ID_FROM_FILE, image, size, changed);
+  zxs_derived_id(ZXS_ID_FROM_FILE, image, size, changed);
   assert_memory_not_equal(want, changed, sizeof(want));
   expect_module_id(image, size, changed, sizeof(changed));
 }
