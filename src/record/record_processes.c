@@ -1019,7 +1019,10 @@ static zx_status_t append_module(zxs_module_list_t* out, const module_file_t* f,
 // PT_LOAD holding the offset).
 static zx_status_t add_remapped(zxs_module_list_t* out, size_t mod, const module_file_t* f,
                                 const mapping_t* m) {
-  const zxs_segment_t* seg = segment_holding(f, m->pgoff);
+  // A segment that starts in this page first: its page may also end the segment before it
+  // (p_vaddr - p_offset differs between segments, as in rustc's and lld's output).
+  const zxs_segment_t* seg = segment_at(f, m->pgoff);
+  if (seg == NULL) seg = segment_holding(f, m->pgoff);
   if (seg == NULL) return ZX_OK;
   const uint64_t vaddr = seg->vaddr + (m->pgoff - seg->offset);  // wraps back for pgoff < offset
   if (out->modules[mod].load_bias + vaddr == m->start) return ZX_OK;
