@@ -31,6 +31,7 @@
 #include <mach/mach.h>
 #include <mach/mach_time.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -433,6 +434,19 @@ bool mach_double_time_constraint(thread_time_constraint_policy_data_t* out) {
   *out = g_policy;
   pthread_mutex_unlock(&g_policy_lock);
   return have;
+}
+
+// --- Semaphores ---------------------------------------------------------------------------------
+
+// macOS has no unnamed semaphores: its sem_init is deprecated and always fails with ENOSYS. The
+// double does the same for the whole process (it is exported from the library), so code that
+// relies on one fails here as it would on a Mac.
+int sem_init(sem_t* sem, int pshared, unsigned int value) {
+  (void)sem;
+  (void)pshared;
+  (void)value;
+  errno = ENOSYS;
+  return -1;
 }
 
 // --- Time ---------------------------------------------------------------------------------------
