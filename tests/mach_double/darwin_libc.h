@@ -9,7 +9,7 @@
 #define ZXS_MACH_DOUBLE_DARWIN_LIBC_H_
 
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE 1
+#define _DEFAULT_SOURCE
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -27,6 +27,9 @@
 
 // <pthread.h>: Darwin names the calling thread only.
 int pthread_setname_np(const char* name);
+
+// <string.h>: shown by default on Darwin.
+void* memmem(const void* big, size_t big_len, const void* little, size_t little_len);
 
 // <dlfcn.h>: shown by default on Darwin.
 typedef struct dl_info {

@@ -36,6 +36,9 @@
 // The shortest period the sampler thread keeps: its timer's useful resolution (not counted as
 // throttling, as on Linux for the CPU-clock timer's tick).
 #define ZXS_MACOS_MIN_PERIOD ((zx_duration_t)100000)
+// The longest the sampler sleeps before it looks at the period again: a shorter period armed
+// meanwhile (a new session after one with a long period) takes effect within this.
+#define MAX_SLEEP_NS 100000000u
 
 #define ARMED_WORDS (ZXS_MAX_THREADS / 64u)
 _Static_assert(ZXS_MAX_THREADS % 64u == 0, "the armed set is whole 64-bit words");
@@ -150,6 +153,17 @@ static bool wait_until_armed(void) {
   return true;
 }
 
+// Sleeps until `deadline` (Mach absolute time) in slices of at most MAX_SLEEP_NS. False when the
+// period changed from `period` meanwhile (the schedule restarts).
+static bool sleep_until(uint64_t deadline, zx_duration_t period) {
+  const uint64_t slice = zxs_macos_ns_to_ticks(MAX_SLEEP_NS);
+  for (uint64_t now = mach_absolute_time(); now < deadline; now = mach_absolute_time()) {
+    mach_wait_until(deadline - now > slice ? now + slice : deadline);
+    if (atomic_load_explicit(&g_period, memory_order_relaxed) != period) return false;
+  }
+  return true;
+}
+
 static void* sampler_main(void* arg) {
   (void)arg;
   zxs_macos_internal_thread_started();
@@ -167,8 +181,9 @@ static void* sampler_main(void* arg) {
       // Late: this round is due now; whole periods already gone are overruns.
       missed = (now - deadline) / (step > 0 ? step : 1);
       deadline += missed * step;
-    } else {
-      mach_wait_until(deadline);
+    } else if (!sleep_until(deadline, period)) {
+      deadline = mach_absolute_time();
+      continue;
     }
     for (uint32_t w = 0; w < ARMED_WORDS; w++) {
       uint64_t bits = atomic_load_explicit(&g_armed[w], memory_order_acquire);
