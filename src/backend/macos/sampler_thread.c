@@ -106,10 +106,10 @@ static uint32_t clamp_u32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (ui
 
 // The time-constraint policy for `period`, as XNU accepts it (thread_policy_set_internal,
 // osfmk/kern/thread_policy.c): it refuses a computation outside [min_rt_quantum,
-// max_rt_quantum] or above the constraint, and raises a computation below half the constraint
-// to that half. The sampler must finish a round within half a period (the constraint), so XNU
-// reserves a quarter of the period: asked for openly, within its bounds. Every period the
-// sampler keeps (100 us and up) gets a policy XNU accepts.
+// max_rt_quantum] or above the constraint, and (recent releases) raises a computation below
+// half the constraint to that half. The sampler must finish a round within half a period (the
+// constraint), so XNU reserves a quarter of the period: asked for openly, within its bounds,
+// which every release accepts for every period the sampler keeps (100 us and up).
 static thread_time_constraint_policy_data_t time_constraint_for(zx_duration_t period) {
   const uint64_t ticks = zxs_macos_ns_to_ticks((uint64_t)period);
   const uint64_t min_computation = zxs_macos_ns_to_ticks(XNU_MIN_RT_COMPUTATION_NS);
