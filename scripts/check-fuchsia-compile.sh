@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# Compiles what a Fuchsia build holds (-Dplatform=fuchsia: the thin backend over the kernel's
-# calls, the report layer, `zxsampler report`) for Fuchsia targets with clang. Compile only
-# (-c), no link: no Fuchsia SDK is available here. The zircon headers are the project's
-# stand-ins (tests/fuchsia_sysroot/, its <zircon/types.h> generated from the names and values
-# include/zxsampler/types.h defines, which tests/headers checks against Fuchsia's); Debian's
-# glibc headers stand in for Fuchsia's C library. x86_64 always; aarch64 where the aarch64
-# glibc headers are installed (Debian's libc6-dev-arm64-cross).
+# Builds what a Fuchsia build holds (the thin backend over the kernel's calls, the report layer,
+# `zxsampler report`; examples: none, examples/meson.build) for Fuchsia targets with clang, as a
+# user with an SDK would: meson with cross/fuchsia-<arch>.ini (its API level included), -Werror.
+# No Fuchsia SDK is available here, so a second cross file of this script's puts in the SDK's
+# place (1) the project's stand-in zircon headers, tests/fuchsia_sysroot/, which follow Fuchsia's
+# published headers (each file says which revision), its <zircon/types.h> generated from the
+# names and values include/zxsampler/types.h defines (tests/headers checks them against
+# Fuchsia's); (2) Debian's glibc headers for Fuchsia's C library; (3) a link that leaves the
+# kernel's and the C library's symbols unresolved (lld, -nostdlib): every file is compiled, every
+# target linked, nothing is run.
+#
+# Each target is built against both published revisions of the kernel's sampler, and meson must
+# detect each: "attach" (tests/fuchsia_sysroot/ alone) and "read" (sampler-read/ first).
+# x86_64 always; aarch64 where the aarch64 glibc headers are installed (libc6-dev-arm64-cross).
 # Usage: scripts/check-fuchsia-compile.sh [BUILD_DIR]   (default build-fuchsia-compile)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 out=${1:-build-fuchsia-compile}
-case $out in /*) ;; *) out="$root/$out" ;; esac  # absolute: the script changes directory
-
-# The compile commands of a Fuchsia build: configured on this host (never built here).
+case $out in /*) ;; *) out="$root/$out" ;; esac
 rm -rf "$out"
-CC=clang meson setup "$out" -Dplatform=fuchsia -Dwerror=true -Dtests=false -Dexamples=false \
-  -Dlibunwind=disabled -Dlibdw=disabled >/dev/null
+sysroot="$root/tests/fuchsia_sysroot"
 
 # <zircon/types.h>: every Fuchsia name our types.h defines for hosts, with its value.
 gen="$out/fuchsia-sysroot"
@@ -34,50 +38,52 @@ mkdir -p "$gen/zircon"
   echo "#endif"
 } >"$gen/zircon/types.h"
 
-targets=(x86_64-unknown-fuchsia)
+# zlib for the target, as the cross files ask: its header is the host's (the same for every
+# architecture), its library is left to the link's unresolved symbols.
+mkdir -p "$out/pkgconfig"
+printf 'Name: zlib\nDescription: stand-in\nVersion: 1.2.13\nCflags:\nLibs:\n' \
+  >"$out/pkgconfig/zlib.pc"
+
+targets=(x86_64)
 if [ -d /usr/aarch64-linux-gnu/include ]; then
-  targets+=(aarch64-unknown-fuchsia)
+  targets+=(aarch64)
 else
   echo "aarch64-unknown-fuchsia: skipped (no aarch64 C library headers here)"
 fi
 
-for target in "${targets[@]}"; do
-  case "$target" in
-    x86_64-*) libc=(-isystem /usr/include/x86_64-linux-gnu -isystem /usr/include) ;;
-    # zlib.h is arch-independent: found in /usr/include after the aarch64 C library.
-    aarch64-*) libc=(-isystem /usr/aarch64-linux-gnu/include -idirafter /usr/include) ;;
+for arch in "${targets[@]}"; do
+  case "$arch" in
+    x86_64) libc="'-isystem', '/usr/include/x86_64-linux-gnu', '-isystem', '/usr/include'" ;;
+    aarch64) libc="'-isystem', '/usr/aarch64-linux-gnu/include', '-idirafter', '/usr/include'" ;;
   esac
-  python3 - "$out" "$target" "$gen" "$root/tests/fuchsia_sysroot" "${libc[@]}" <<'PY'
-import json, os, shlex, subprocess, sys, tempfile
-out, target, gen, sysroot, libc = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
-# What the library and the tool are made of (the unwinder is the Linux recorder's).
-wanted = ('libzxsampler_core.a.p', 'libzxsampler_features.a.p', 'libzxsampler_backend.a.p',
-          'zxsampler.p')
-commands = json.load(open(os.path.join(out, 'compile_commands.json')))
-objdir = tempfile.mkdtemp()
-count = 0
-for entry in commands:
-    args = shlex.split(entry['command'])
-    output = args[args.index('-o') + 1]
-    if not any(part in output.split('/') for part in wanted):
-        continue
-    kept, skip = [], 0
-    for arg in args[1:]:
-        if skip:
-            skip -= 1
-        elif arg in ('-MQ', '-MF', '-o'):
-            skip = 1
-        elif arg not in ('-MD', '-fdiagnostics-color=always'):
-            kept.append(arg)
-    cmd = [args[0], '--target=' + target, '-isystem', gen, '-isystem', sysroot] + libc + \
-          kept + ['-o', os.path.join(objdir, '%d.o' % count)]
-    result = subprocess.run(cmd, cwd=entry['directory'])
-    if result.returncode != 0:
-        print('FAILED (%s): %s' % (target, entry['file']))
-        sys.exit(1)
-    count += 1
-if count == 0:
-    sys.exit('no sources found in %s/compile_commands.json' % out)
-print('%s: compiled %d sources with -Werror' % (target, count))
-PY
+  for revision in attach read; do
+    headers="'-isystem', '$gen', '-isystem', '$sysroot'"
+    [ "$revision" = read ] && headers="'-isystem', '$sysroot/sampler-read', $headers"
+    build="$out/$arch-$revision"
+    # Constants of the first cross file (fuchsia_api_args) are seen by this one.
+    cat >"$out/$arch-$revision.ini" <<INI
+[binaries]
+c = ['clang', '--target=$arch-unknown-fuchsia']
+cpp = ['clang++', '--target=$arch-unknown-fuchsia']
+pkgconfig = 'pkg-config'
+
+[built-in options]
+c_args = fuchsia_api_args + [$headers, $libc]
+cpp_args = fuchsia_api_args + [$headers, $libc]
+c_link_args = ['-nostdlib', '-fuse-ld=lld', '-Wl,--unresolved-symbols=ignore-all']
+cpp_link_args = ['-nostdlib', '-fuse-ld=lld', '-Wl,--unresolved-symbols=ignore-all']
+INI
+    PKG_CONFIG_LIBDIR="$out/pkgconfig" meson setup "$build" \
+      --cross-file cross/fuchsia-$arch.ini --cross-file "$out/$arch-$revision.ini" \
+      -Dwerror=true -Dtests=false -Dexamples=true -Dlibunwind=disabled -Dlibdw=disabled \
+      >"$build.log" 2>&1 || { cat "$build.log"; exit 1; }
+    expected=$([ "$revision" = attach ] && echo 1 || echo 0)
+    if ! grep -qx "#define ZXS_FUCHSIA_SAMPLER_ATTACH $expected" "$build/zxs_config.h"; then
+      echo "FAILED ($arch-unknown-fuchsia): meson did not detect the \"$revision\" revision"
+      exit 1
+    fi
+    ninja -C "$build" -j "$(nproc)" >>"$build.log" 2>&1 || { cat "$build.log"; exit 1; }
+    sources=$(ninja -C "$build" -t commands | grep -c -- ' -c ')
+    echo "$arch-unknown-fuchsia, sampler \"$revision\": built $sources sources with -Werror"
+  done
 done

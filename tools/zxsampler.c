@@ -66,18 +66,22 @@ static void usage_report(FILE* out) {
           "      --comm NAME      only the samples of processes named NAME\n"
           "      --addresses      top: code without a name one row per address, not per\n"
           "                       module\n"
+          "      --no-process-frame\n"
+          "                       folded, svg: no process name at the root of each stack\n"
           "  -h, --help           this text\n");
 }
 
 static int report(int argc, char** argv) {
-  enum { OPT_PID = 256, OPT_COMM, OPT_ADDRESSES };
-  static const struct option options[] = {{"output", required_argument, NULL, 'o'},
-                                          {"format", required_argument, NULL, 'f'},
-                                          {"pid", required_argument, NULL, OPT_PID},
-                                          {"comm", required_argument, NULL, OPT_COMM},
-                                          {"addresses", no_argument, NULL, OPT_ADDRESSES},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+  enum { OPT_PID = 256, OPT_COMM, OPT_ADDRESSES, OPT_NO_PROCESS_FRAME };
+  static const struct option options[] = {
+      {"output", required_argument, NULL, 'o'},
+      {"format", required_argument, NULL, 'f'},
+      {"pid", required_argument, NULL, OPT_PID},
+      {"comm", required_argument, NULL, OPT_COMM},
+      {"addresses", no_argument, NULL, OPT_ADDRESSES},
+      {"no-process-frame", no_argument, NULL, OPT_NO_PROCESS_FRAME},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   const char* output = "-";
   zxs_profile_selection_t selection = {0};
   long long pid;
@@ -105,6 +109,9 @@ static int report(int argc, char** argv) {
         break;
       case OPT_ADDRESSES:
         selection.addresses = true;
+        break;
+      case OPT_NO_PROCESS_FRAME:
+        selection.no_process_frame = true;
         break;
       case 'h':
         usage_report(stdout);
@@ -134,12 +141,14 @@ static int report(int argc, char** argv) {
     close(fd);
     output = "-";
   }
-  char error[256];
+  char error[1024];
   zx_status_t status =
       zxs_profile_convert_selected(argv[optind], output, format, &selection, error, sizeof(error));
   if (status != ZX_OK) {
     fprintf(stderr, "%s: %s\n", ZXSAMPLER_PROG, error);
-    return 1;
+    // --pid or --comm naming no process of the profile: a usage error, without the usage text
+    // (the message lists the processes to choose from).
+    return status == ZX_ERR_NOT_FOUND ? 2 : 1;
   }
   return 0;
 }

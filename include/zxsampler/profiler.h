@@ -67,16 +67,23 @@ ZXS_API zx_status_t zxs_profile_convert(const char* in_path, const char* out_pat
 
 // Which samples a conversion keeps: those of processes with this pid (0: any) and this name
 // (NULL: any). A profile recorded by `zxsampler record` may hold a whole process tree. And how
-// the top report shows code without a name: one row per module (default) or per address.
+// the formats show them: the top report's code without a name one row per module (default) or
+// per address; folded stacks and the flame graph with the process's name as the root frame of
+// each stack (default: programs of a tree stay apart, processes of one program merge) or not.
 typedef struct zxs_profile_selection {
   uint64_t pid;
   const char* name;
   bool addresses;
+  bool no_process_frame;
 } zxs_profile_selection_t;
 
-// As zxs_profile_convert(), keeping only the samples `selection` names (NULL: all). FXT output
-// is a copy of the input whatever the selection. A selection that matches no sample is not an
-// error: the output says there are no samples.
+// As zxs_profile_convert(), keeping only the samples `selection` names (NULL: all, shown as
+// the defaults above). The output names the first process kept (the top report's `Process:`,
+// pprof's comment and first mapping). FXT output is a copy of the input whatever the
+// selection. A selection of processes that have no samples is not an error: the output says
+// there are no samples.
+//   ZX_ERR_NOT_FOUND the profile holds no process with that pid and name; `error` lists the
+//   ones it holds (the first few). And zxs_profile_convert()'s statuses.
 ZXS_API zx_status_t zxs_profile_convert_selected(const char* in_path, const char* out_path,
                                                  zxs_profile_format_t format,
                                                  const zxs_profile_selection_t* selection,

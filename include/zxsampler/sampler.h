@@ -15,16 +15,20 @@
 #include <zxsampler/types.h>
 
 #if defined(__Fuchsia__)
+#include <assert.h>  // static_assert for <zircon/syscalls-next.h> in C before C23
 #include <zircon/syscalls-next.h>
+#include <zircon/syscalls.h>
 #endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-// Built for Fuchsia, the kernel's zx_sampler_config_t and limits (with its calls) are used, from
-// <zircon/syscalls-next.h>: Fuchsia allows that header when targeting API level HEAD or
-// PLATFORM only.
+// Built for Fuchsia, the kernel's zx_sampler_config_t and limits (with its calls) are used: from
+// <zircon/syscalls-next.h> in the sampler revision with zx_sampler_attach (24 bytes, with
+// iobuffer_discipline), from <zircon/syscalls.h> in the one with zx_sampler_read (16 bytes).
+// Fuchsia allows <zircon/syscalls-next.h> when targeting API level HEAD or PLATFORM only
+// (-ffuchsia-api-level).
 #if !defined(__Fuchsia__)
 
 typedef struct zx_sampler_config {
@@ -103,6 +107,9 @@ ZXS_API zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
 //   ZX_ERR_BAD_STATE      the IOBuffer is not the live session's, or the thread has exited.
 //   ZX_ERR_NO_RESOURCES   too many attached threads, or the backend could not create the
 //                         thread's sampling source.
+// Fuchsia: the kernel's zx_sampler_attach; built against the sampler revision that has none
+// (zx_sampler_read), always ZX_ERR_NOT_SUPPORTED: there the kernel samples every thread of the
+// system and selects none (docs/platforms.md, "Fuchsia").
 ZXS_API zx_status_t zxs_sampler_attach(zx_handle_t iob, zx_handle_t thread);
 
 // Enables writes on every CPU and arms sampling of every attached thread. A restart after stop

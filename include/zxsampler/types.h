@@ -9,7 +9,8 @@
 //
 // Built for Fuchsia (__Fuchsia__ defined), this header defines none of those names: it includes
 // the system's headers instead, so it never clashes with <zircon/types.h>. Only the library's
-// own names (ZXS_*, zxs_*) and the older names kept for source compatibility are defined there.
+// own names (ZXS_*, zxs_*) are defined there; the older names kept for source compatibility
+// (zx_resource_t, ZX_IOB_DISCIPLINE_NONE, ZX_IOB_EP*) exist on hosts only.
 //
 // Nothing here allocates or blocks.
 #ifndef ZXSAMPLER_TYPES_H_
@@ -542,17 +543,18 @@ typedef struct zx_iob_region_info {
 
 #endif  // !__Fuchsia__
 
-// --- The library's own names, on every platform --------------------------------------------------
+// --- Names Fuchsia's headers do not have, for hosts only --------------------------------------
+// Built for Fuchsia none of these is defined: a program that uses them there would not build
+// against the SDK either (tests/headers/test_fuchsia_defers.c checks it). (Spelled #ifndef: the
+// stand-in <zircon/types.h> of scripts/check-fuchsia-compile.sh is the block above only.)
+#ifndef __Fuchsia__
 
 // The host's stand-in for a resource handle (the debug resource, sampler.h).
 typedef zx_handle_t zx_resource_t;
 
 // Earlier names of Fuchsia's IOBuffer constants (the generation of the sampler's syscall page),
-// kept so code written against them compiles.
-#ifndef ZX_IOB_DISCIPLINE_NONE
+// kept so code written against them compiles on hosts.
 #define ZX_IOB_DISCIPLINE_NONE ZX_IOB_DISCIPLINE_TYPE_NONE
-#endif
-#ifndef ZX_IOB_EP0_CAN_MAP_READ
 #define ZX_IOB_EP0_CAN_MAP_READ ZX_IOB_ACCESS_EP0_CAN_MAP_READ
 #define ZX_IOB_EP0_CAN_MAP_WRITE ZX_IOB_ACCESS_EP0_CAN_MAP_WRITE
 #define ZX_IOB_EP0_CAN_MEDIATED_READ ZX_IOB_ACCESS_EP0_CAN_MEDIATED_READ
@@ -561,7 +563,10 @@ typedef zx_handle_t zx_resource_t;
 #define ZX_IOB_EP1_CAN_MAP_WRITE ZX_IOB_ACCESS_EP1_CAN_MAP_WRITE
 #define ZX_IOB_EP1_CAN_MEDIATED_READ ZX_IOB_ACCESS_EP1_CAN_MEDIATED_READ
 #define ZX_IOB_EP1_CAN_MEDIATED_WRITE ZX_IOB_ACCESS_EP1_CAN_MEDIATED_WRITE
-#endif
+
+#endif  // host-only names
+
+// --- The library's own names, on every platform --------------------------------------------------
 
 // Every status of <zircon/errors.h>, in its order: the one list the status names are generated
 // from (zxs_status_string(), zx_status_get_string(), the enum below). X(name, value): the value

@@ -16,8 +16,10 @@
 // zxs_* functions. Statuses, thread- and signal-safety are theirs (see sampler.h and object.h).
 //
 // Built for Fuchsia (__Fuchsia__ defined) this header is the system's <zircon/syscalls.h> and
-// <zircon/status.h>: the kernel provides every call (zx_sampler_* come with
-// <zircon/syscalls-next.h>), and the library defines none of them.
+// <zircon/status.h> only: the kernel provides every zx_* call, in the kernel's forms (the
+// four-parameter zx_sampler_create; zx_sampler_attach only in the sampler revision that has it),
+// and the library defines none of them. The sampler's calls and the library's zxs_* calls come
+// with <zxsampler/sampler.h> and <zxsampler/object.h> there, which a program includes itself.
 #ifndef ZXSAMPLER_ZIRCON_H_
 #define ZXSAMPLER_ZIRCON_H_
 

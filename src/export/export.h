@@ -34,6 +34,10 @@
 #define ZXS_EXPORT_THREAD_ROOT (1u << 0)
 // Like ZXS_EXPORT_THREAD_ROOT, with the tid appended ("<name>-<tid>"): one root per thread.
 #define ZXS_EXPORT_THREAD_ROOT_TID (1u << 1)
+// The root frame of each stack (outside the thread root, if any) is the sampled process's name
+// ("process-<pid>" when unknown), as stackcollapse-perf.pl writes the comm: different programs
+// of a process tree stay apart, and processes of one program (every cc1plus of a build) merge.
+#define ZXS_EXPORT_PROCESS_ROOT (1u << 2)
 
 // --- pprof ----------------------------------------------------------------------------------
 //
@@ -57,9 +61,10 @@
 //   and file_offset from its first executable segment (its first non-empty segment if none is
 //   executable), filename = path, build_id = lowercase hex. has_functions / has_filenames /
 //   has_line_numbers / has_inline_frames are set when any location of the module has them
-//   (pprof then leaves the mapping alone rather than symbolizing the binary itself).
+//   (pprof then leaves the mapping alone rather than symbolizing the binary itself). The
+//   profile's process (profile->pid) has its modules first: pprof's `File:` is the first.
 // - duration_nanos spans the first to the last sample's ticks plus one period (each sample
-//   stands for one period); a comment names the process.
+//   stands for one period); a comment names the profile's process.
 //
 // zxs_export_pprof() writes the gzip-compressed encoding (what pprof files are).
 zx_status_t zxs_export_pprof(const zxs_profile_t* profile, FILE* out);
@@ -74,9 +79,10 @@ zx_status_t zxs_export_pprof_encode(const zxs_profile_t* profile, uint8_t** data
 // per unique stack, "outer;...;inner COUNT\n", frames outermost first, sorted by byte order
 // (as LC_ALL=C sort). Frames are labelled as said above (identical labels of different
 // addresses merge); a location with inlined calls is several frames, each inlined one
-// labelled "<function> (inlined)". In labels, ';' becomes ':' and control characters (newlines,
-// tabs) become ' '; an empty label is "[unknown]". `flags`: 0 or ZXS_EXPORT_THREAD_ROOT[_TID]. An
-// empty profile writes nothing.
+// labelled "<function> (inlined)". Kernel frames end in "_[k]" (stackcollapse-perf.pl
+// --kernel's mark, which flamegraph.pl colours). In labels, ';' becomes ':' and control
+// characters (newlines, tabs) become ' '; an empty label is "[unknown]". `flags`: 0 or any of
+// ZXS_EXPORT_PROCESS_ROOT and ZXS_EXPORT_THREAD_ROOT[_TID]. An empty profile writes nothing.
 zx_status_t zxs_export_folded(const zxs_profile_t* profile, uint32_t flags, FILE* out);
 
 // --- Flame graph ----------------------------------------------------------------------------
@@ -120,7 +126,8 @@ zx_status_t zxs_export_markup(const zxs_profile_t* profile, FILE* out);
 //
 // A text report: a header (process, samples, threads with samples, period, duration as for
 // pprof, in ms), then
-// one row per function label, inlined calls as their own "<function> (inlined)" rows:
+// one row per function label (kernel functions marked " [k]", as perf report does), inlined
+// calls as their own "<function> (inlined)" rows:
 // self (samples where it is the innermost frame) and total
 // (samples where it is anywhere in the stack, once per sample even when recursive), as counts
 // and percent of all samples, sorted by self (then total, then name) descending; the first

@@ -16,6 +16,11 @@ void zxs_export_append_label(zxs_sb_t* sb, const zxs_profile_t* profile, uint32_
 #define ZXS_EXPORT_INLINED_SUFFIX " (inlined)"
 void zxs_export_append_inline_label(zxs_sb_t* sb, const zxs_profile_inline_frame_t* frame);
 
+// Kernel functions are marked as perf marks them: folded stacks (and the flame graph) as
+// stackcollapse-perf.pl --kernel does, the top report as perf report's "[k]".
+#define ZXS_EXPORT_FOLDED_KERNEL_SUFFIX "_[k]"
+#define ZXS_EXPORT_TOP_KERNEL_SUFFIX " [k]"
+
 // The base name of a path (after the last '/'); "" for NULL.
 const char* zxs_export_basename(const char* path);
 

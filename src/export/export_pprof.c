@@ -193,7 +193,12 @@ static bool write_mappings(pprof_state_t* st) {
     *m |= loc->line != 0 ? kModuleHasLine : 0;
     *m |= loc->inline_count > 0 ? kModuleHasInline : 0;
   }
-  for (size_t i = 0; i < p->modules.count; i++) {
+  // The profile's own process's modules first: pprof names the profile (`File:`) after the
+  // first mapping, and under a selection that is the process kept, not the tree's first.
+  const zxs_profile_process_t* own = zxs_profile_find_process(p, p->pid);
+  const size_t first = own != NULL && own->module_first < p->modules.count ? own->module_first : 0;
+  for (size_t k = 0; k < p->modules.count; k++) {
+    const size_t i = (first + k) % p->modules.count;
     const zxs_module_t* m = &p->modules.modules[i];
     const zxs_segment_t* seg = mapping_segment(m);
     if (seg == NULL) {
@@ -401,9 +406,10 @@ zx_status_t zxs_export_pprof_encode(const zxs_profile_t* profile, uint8_t** data
   zxs_pb_varint_field_nz(&st.pb, kProfilePeriod, period);
   bool has_name = profile->process_name != NULL && profile->process_name[0] != '\0';
   if (has_name || profile->pid != 0) {
+    const zxs_profile_process_t* own = zxs_profile_find_process(profile, profile->pid);
     zxs_sb_t comment = {0};
     zxs_sb_printf(&comment, "process %s (pid %llu)", has_name ? profile->process_name : "?",
-                  (unsigned long long)profile->pid);
+                  (unsigned long long)(own != NULL ? own->pid : profile->pid));
     uint64_t index = str(&st, zxs_sb_str(&comment));
     ok = ok && !comment.failed;
     zxs_sb_free(&comment);

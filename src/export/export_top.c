@@ -194,11 +194,16 @@ static int compare_process_samples(const void* a, const void* b) {
   return x->koid < y->koid ? -1 : x->koid > y->koid;
 }
 
-// Processes with samples, most first, when there are several.
+// Processes with samples, most first, when there are several or the one there is is not the
+// header's (`record -- sh -c 'xz ...'`: sh forked xz and sampled none).
 static void write_processes(const zxs_profile_t* p, FILE* out) {
   size_t with_samples = 0;
-  for (size_t i = 0; i < p->process_count; i++) with_samples += p->processes[i].samples > 0;
-  if (with_samples < 2) return;
+  bool header_sampled = false;
+  for (size_t i = 0; i < p->process_count; i++) {
+    with_samples += p->processes[i].samples > 0;
+    header_sampled |= p->processes[i].samples > 0 && p->processes[i].koid == p->pid;
+  }
+  if (with_samples == 0 || (with_samples == 1 && header_sampled)) return;
   const zxs_profile_process_t** sorted = malloc(with_samples * sizeof(*sorted));
   if (sorted == NULL) return;
   size_t n = 0;
@@ -332,9 +337,10 @@ static void write_runtime(const zxs_profile_t* p, FILE* out) {
 
 static void write_header(const zxs_profile_t* p, size_t thread_count, FILE* out) {
   bool named = p->process_name != NULL && p->process_name[0] != '\0';
+  const zxs_profile_process_t* process = zxs_profile_find_process(p, p->pid);
   fputs("Process: ", out);
   write_plain(out, named ? p->process_name : "unknown");
-  fprintf(out, " (pid %" PRIu64 ")\n", p->process_count > 0 ? p->processes[0].pid : p->pid);
+  fprintf(out, " (pid %" PRIu64 ")\n", process != NULL ? process->pid : p->pid);
   fprintf(out, "Samples: %zu  Threads: %zu  Period: ", p->sample_count, thread_count);
   if (p->period > 0) {
     uint64_t period = (uint64_t)p->period;
@@ -395,6 +401,9 @@ static int64_t intern_label(top_state_t* st, uint32_t location) {
                   zxs_export_basename(st->profile->modules.modules[loc->module].path));
   } else {
     zxs_export_append_label(&label, st->profile, location);
+  }
+  if (zxs_profile_is_kernel_address(loc->address)) {
+    zxs_sb_puts(&label, ZXS_EXPORT_TOP_KERNEL_SUFFIX);
   }
   return intern_built(st, &label);
 }

@@ -13,12 +13,16 @@
 typedef struct raw_stack {
   const uint32_t* frames;  // innermost first
   uint32_t depth;
+  zx_koid_t pid;  // 0 unless stacks are split per process
   zx_koid_t tid;  // 0 unless stacks are split per thread
 } raw_stack_t;
 
 static int compare_raw_stacks(const void* a, const void* b) {
   const raw_stack_t* ra = a;
   const raw_stack_t* rb = b;
+  if (ra->pid != rb->pid) {
+    return ra->pid < rb->pid ? -1 : 1;
+  }
   if (ra->tid != rb->tid) {
     return ra->tid < rb->tid ? -1 : 1;
   }
@@ -83,6 +87,9 @@ static char* folded_label(const zxs_profile_t* profile, uint32_t location) {
     }
     if (k == loc->inline_count + 1) {
       zxs_export_append_label(&raw, profile, location);
+      if (zxs_profile_is_kernel_address(loc->address)) {
+        zxs_sb_puts(&raw, ZXS_EXPORT_FOLDED_KERNEL_SUFFIX);
+      }
     } else {
       zxs_export_append_inline_label(&raw, &profile->inline_frames[loc->inline_first + k - 1]);
       zxs_sb_append(&safe, ";", 1);
@@ -96,6 +103,16 @@ static char* folded_label(const zxs_profile_t* profile, uint32_t location) {
     return NULL;
   }
   return safe.data;
+}
+
+// `process` NULL: not in the profile's list (named by the sample's koid).
+static void append_process_root(zxs_sb_t* sb, const zxs_profile_process_t* process,
+                                zx_koid_t koid) {
+  if (process == NULL || process->name == NULL || process->name[0] == '\0') {
+    zxs_sb_printf(sb, "process-%" PRIu64, process != NULL ? process->pid : koid);
+    return;
+  }
+  append_folded_safe(sb, process->name);
 }
 
 static void append_thread_root(zxs_sb_t* sb, const zxs_thread_index_t* threads, zx_koid_t tid,
@@ -129,14 +146,20 @@ static bool make_labels(const zxs_profile_t* profile, char** labels) {
   return true;
 }
 
-// The line of one stack: its thread root (when split by thread), then its frames outermost
-// first. NULL (with *failed) when out of memory; NULL alone when the line would be empty
-// (samples without frames and no thread root have no stack).
-static char* stack_line(const raw_stack_t* stack, char* const* labels,
-                        const zxs_thread_index_t* threads, bool by_thread, uint32_t flags,
+// The line of one stack: its process and thread roots (as `flags` ask), then its frames
+// outermost first. NULL (with *failed) when out of memory; NULL alone when the line would be
+// empty (samples without frames and no root have no stack).
+static char* stack_line(const raw_stack_t* stack, const zxs_profile_process_t* process,
+                        char* const* labels, const zxs_thread_index_t* threads, uint32_t flags,
                         bool* failed) {
   zxs_sb_t line = {0};
-  if (by_thread) {
+  if (flags & ZXS_EXPORT_PROCESS_ROOT) {
+    append_process_root(&line, process, stack->pid);
+  }
+  if (flags & (ZXS_EXPORT_THREAD_ROOT | ZXS_EXPORT_THREAD_ROOT_TID)) {
+    if (line.len > 0) {
+      zxs_sb_append(&line, ";", 1);
+    }
     append_thread_root(&line, threads, stack->tid, flags);
   }
   for (uint32_t d = stack->depth; d > 0; d--) {
@@ -159,21 +182,27 @@ static bool collapse_locations(const zxs_profile_t* profile, raw_stack_t* raw, c
                                const zxs_thread_index_t* threads, uint32_t flags,
                                zxs_export_stack_t* stacks, size_t* count) {
   const bool by_thread = (flags & (ZXS_EXPORT_THREAD_ROOT | ZXS_EXPORT_THREAD_ROOT_TID)) != 0;
+  const bool by_process = (flags & ZXS_EXPORT_PROCESS_ROOT) != 0;
   const size_t n = profile->sample_count;
   for (size_t i = 0; i < n; i++) {
     const zxs_profile_sample_t* s = &profile->samples[i];
     raw[i] = (raw_stack_t){.frames = profile->frames + s->first_frame,
                            .depth = s->depth,
+                           .pid = by_process ? s->pid : 0,
                            .tid = by_thread ? s->tid : 0};
   }
   qsort(raw, n, sizeof(raw[0]), compare_raw_stacks);
+  const zxs_profile_process_t* process = NULL;  // raw[i]'s, looked up once per run of a pid
   for (size_t i = 0; i < n;) {
+    if (by_process && (i == 0 || raw[i].pid != raw[i - 1].pid)) {
+      process = zxs_profile_find_process(profile, raw[i].pid);
+    }
     size_t j = i + 1;
     while (j < n && compare_raw_stacks(&raw[i], &raw[j]) == 0) {
       j++;
     }
     bool failed = false;
-    char* line = stack_line(&raw[i], labels, threads, by_thread, flags, &failed);
+    char* line = stack_line(&raw[i], process, labels, threads, flags, &failed);
     if (failed) {
       return false;
     }

@@ -17,6 +17,7 @@
 
 #include "export.h"
 #include "process_facts.h"
+#include "string_builder.h"
 #include "trace_file.h"
 #include "trace_output.h"
 
@@ -33,11 +34,12 @@ zx_status_t zxs_profiler_start(const zxs_profiler_options_t* options) {
       if (options->reserved[i] != 0) return ZX_ERR_INVALID_ARGS;
     }
   }
+  // The fields not named are 0: iobuffer_discipline is ZX_IOB_DISCIPLINE_TYPE_NONE where the
+  // config has one (hosts; Fuchsia's "attach" sampler revision; the "read" one has none).
   zx_sampler_config_t config = {
       .period = options != NULL && options->period != 0 ? options->period : DEFAULT_PERIOD,
-      .buffer_size =
-          options != NULL && options->buffer_size != 0 ? options->buffer_size : DEFAULT_BUFFER_SIZE,
-      .iobuffer_discipline = ZX_IOB_DISCIPLINE_NONE};
+      .buffer_size = options != NULL && options->buffer_size != 0 ? options->buffer_size
+                                                                  : DEFAULT_BUFFER_SIZE};
   pthread_mutex_lock(&g_lock);
   zx_status_t status = ZX_ERR_BAD_STATE;
   if (g_iob == ZX_HANDLE_INVALID) {
@@ -47,6 +49,8 @@ zx_status_t zxs_profiler_start(const zxs_profiler_options_t* options) {
       status = zxs_sampler_create(rsrc, 0, &config, sizeof(config), &iob);
       zxs_handle_close(rsrc);
     }
+    // Fuchsia's "read" sampler revision has no attach (ZX_ERR_NOT_SUPPORTED): this profiler,
+    // which reads the session's IOBuffer regions, does not run there.
     if (status == ZX_OK) status = zxs_sampler_attach(iob, zxs_thread_self());
     if (status == ZX_OK) status = zxs_sampler_start(iob);
     if (status == ZX_OK) {
@@ -100,16 +104,21 @@ bool zxs_profile_format_from_name(const char* name, zxs_profile_format_t* out) {
   return false;
 }
 
-// Writes a profile (read from a trace) in one of the derived formats.
+// Writes a profile (read from a trace) in one of the derived formats, as `selection` (may be
+// NULL) asks.
 static zx_status_t export_profile(const zxs_profile_t* profile, zxs_profile_format_t format,
-                                  uint32_t top_flags, FILE* out) {
+                                  const zxs_profile_selection_t* selection, FILE* out) {
+  const uint32_t stack_flags =
+      selection != NULL && selection->no_process_frame ? 0 : ZXS_EXPORT_PROCESS_ROOT;
+  const uint32_t top_flags =
+      selection != NULL && selection->addresses ? ZXS_EXPORT_TOP_ADDRESSES : 0;
   switch (format) {
     case ZXS_FORMAT_PPROF:
       return zxs_export_pprof(profile, out);
     case ZXS_FORMAT_FOLDED:
-      return zxs_export_folded(profile, 0, out);
+      return zxs_export_folded(profile, stack_flags, out);
     case ZXS_FORMAT_FLAMEGRAPH:
-      return zxs_export_flamegraph(profile, 0, NULL, out);
+      return zxs_export_flamegraph(profile, stack_flags, NULL, out);
     case ZXS_FORMAT_MARKUP:
       return zxs_export_markup(profile, out);
     case ZXS_FORMAT_TOP:
@@ -117,6 +126,40 @@ static zx_status_t export_profile(const zxs_profile_t* profile, zxs_profile_form
     default:
       return ZX_ERR_INVALID_ARGS;
   }
+}
+
+// ZX_ERR_NOT_FOUND, with the processes the profile does hold in `error`, when `selection` names
+// no process of it (a process that is there but has no samples is fine).
+static zx_status_t check_selection(const zxs_profile_t* profile,
+                                   const zxs_profile_selection_t* selection, char* error,
+                                   size_t error_size) {
+  if (selection == NULL || (selection->pid == 0 && selection->name == NULL)) return ZX_OK;
+  for (size_t i = 0; i < profile->process_count; i++) {
+    if (zxs_profile_process_matches(&profile->processes[i], selection->pid, selection->name)) {
+      return ZX_OK;
+    }
+  }
+  if (error == NULL || error_size == 0) return ZX_ERR_NOT_FOUND;
+  enum { kListed = 8 };
+  zxs_sb_t msg = {0};
+  zxs_sb_puts(&msg, "no process");
+  if (selection->pid != 0)
+    zxs_sb_printf(&msg, " with pid %llu", (unsigned long long)selection->pid);
+  if (selection->name != NULL) zxs_sb_printf(&msg, " named '%s'", selection->name);
+  zxs_sb_puts(&msg, " in the profile; its processes:");
+  for (size_t i = 0; i < profile->process_count && i < kListed; i++) {
+    const zxs_profile_process_t* p = &profile->processes[i];
+    zxs_sb_printf(&msg, "%s %s (pid %llu)", i > 0 ? "," : "",
+                  p->name[0] != '\0' ? p->name : "unknown", (unsigned long long)p->pid);
+  }
+  if (profile->process_count > kListed) {
+    zxs_sb_printf(&msg, " and %zu more", profile->process_count - kListed);
+  }
+  if (profile->process_count == 0) zxs_sb_puts(&msg, " none");
+  snprintf(error, error_size, "%s",
+           msg.failed ? "no such process in the profile" : zxs_sb_str(&msg));
+  zxs_sb_free(&msg);
+  return ZX_ERR_NOT_FOUND;
 }
 
 static zx_status_t convert_buffer(const void* trace, size_t size, FILE* out,
@@ -129,10 +172,11 @@ static zx_status_t convert_buffer(const void* trace, size_t size, FILE* out,
   zxs_profile_t profile;
   zx_status_t status = zxs_profile_from_trace(trace, size, &profile, error, error_size);
   if (status != ZX_OK) return status;
-  if (selection != NULL) zxs_profile_select(&profile, selection->pid, selection->name);
-  status =
-      export_profile(&profile, format,
-                     selection != NULL && selection->addresses ? ZXS_EXPORT_TOP_ADDRESSES : 0, out);
+  status = check_selection(&profile, selection, error, error_size);
+  if (status == ZX_OK) {
+    if (selection != NULL) zxs_profile_select(&profile, selection->pid, selection->name);
+    status = export_profile(&profile, format, selection, out);
+  }
   zxs_profile_free(&profile);
   return status;
 }
@@ -236,20 +280,15 @@ static void set_error(char* error, size_t size, const char* what, const char* pa
   if (error != NULL && size > 0) snprintf(error, size, "%s %s: %s", what, path, strerror(errno));
 }
 
-// A trace file's bytes: mapped (a regular file: the page cache holds them, no copy on the heap,
-// whatever the file's size) or read into the heap (a pipe).
+// A trace file's bytes, mapped: the page cache holds them, no copy on the heap, whatever the
+// file's size (a pipe's are spooled to a file first).
 typedef struct trace_bytes {
   void* data;
   size_t size;
-  bool mapped;
 } trace_bytes_t;
 
 static void release_trace(trace_bytes_t* t) {
-  if (t->mapped) {
-    munmap(t->data, t->size);
-  } else {
-    free(t->data);
-  }
+  munmap(t->data, t->size);
   t->data = NULL;
 }
 
@@ -262,18 +301,62 @@ static zx_status_t map_file(FILE* in, const char* path, size_t size, trace_bytes
     set_error(error, error_size, "cannot read", path);
     return errno == ENOMEM ? ZX_ERR_NO_MEMORY : ZX_ERR_IO;
   }
-  *out = (trace_bytes_t){.data = data, .size = size, .mapped = true};
+  *out = (trace_bytes_t){.data = data, .size = size};
   return ZX_OK;
 }
 
-// A trace file's bytes: a regular file (mapped) or a pipe (read); anything else (a device such as
-// /dev/zero, a directory) is refused, and so is what does not start with the FXT magic, before
-// more than its first record is read.
+// Copies what a pipe carries into an unlinked file in $TMPDIR (else /tmp) and maps that, so a
+// trace from a pipe costs no more heap than one from a file, whatever its size.
+static zx_status_t spool_pipe(FILE* in, const char* path, uint64_t magic, trace_bytes_t* out,
+                              char* error, size_t error_size) {
+  const char* dir = getenv("TMPDIR");
+  if (dir == NULL || dir[0] == '\0') dir = "/tmp";
+  char spool_path[4096];
+  snprintf(spool_path, sizeof(spool_path), "%s/zxsampler-report-XXXXXX", dir);
+  const int fd = mkstemp(spool_path);
+  FILE* spool = fd >= 0 ? fdopen(fd, "w+b") : NULL;
+  if (spool == NULL) {
+    if (error != NULL && error_size > 0) {
+      snprintf(error, error_size, "%s: cannot make a file in %s to hold it: %s", path, dir,
+               strerror(errno));
+    }
+    if (fd >= 0) close(fd);
+    fclose(in);
+    return ZX_ERR_IO;
+  }
+  unlink(spool_path);  // gone with its last reference, the mapping
+  char chunk[1u << 16];
+  size_t total = sizeof(magic);
+  bool read_failed = false, write_failed = fwrite(&magic, sizeof(magic), 1, spool) != 1;
+  while (!write_failed) {
+    const size_t n = fread(chunk, 1, sizeof(chunk), in);
+    if (n == 0) {
+      read_failed = ferror(in) != 0;
+      break;
+    }
+    write_failed = fwrite(chunk, 1, n, spool) != n;
+    total += n;
+  }
+  fclose(in);
+  write_failed = write_failed || fflush(spool) != 0;
+  if (read_failed || write_failed) {
+    if (read_failed) {
+      set_error(error, error_size, "cannot read", path);
+    } else if (error != NULL && error_size > 0) {
+      snprintf(error, error_size, "%s: cannot hold it in %s after %zu bytes: %s", path, dir, total,
+               strerror(errno));
+    }
+    fclose(spool);
+    return ZX_ERR_IO;
+  }
+  return map_file(spool, path, total, out, error, error_size);
+}
+
+// A trace file's bytes: a regular file (mapped) or a pipe (spooled to a file, mapped); anything
+// else (a device such as /dev/zero, a directory) is refused, and so is what does not start with the
+// FXT magic, before more than its first record is read.
 static zx_status_t read_trace(const char* path, trace_bytes_t* out, char* error,
                               size_t error_size) {
-  void** data = &out->data;
-  size_t* size = &out->size;
-  out->mapped = false;
   FILE* in = fopen(path, "rb");
   if (in == NULL) {
     set_error(error, error_size, "cannot open", path);
@@ -306,43 +389,7 @@ static zx_status_t read_trace(const char* path, trace_bytes_t* out, char* error,
     return failed ? ZX_ERR_IO : ZX_ERR_IO_DATA_INTEGRITY;
   }
   if (S_ISREG(st.st_mode)) return map_file(in, path, (size_t)st.st_size, out, error, error_size);
-  size_t cap = 1u << 16;
-  if (cap < sizeof(magic)) cap = sizeof(magic);
-  char* buf = malloc(cap);
-  size_t len = sizeof(magic);
-  zx_status_t status = buf != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
-  if (buf != NULL) memcpy(buf, &magic, sizeof(magic));
-  while (status == ZX_OK) {
-    if (len == cap) {
-      char* grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-      if (grown == NULL) {
-        status = ZX_ERR_NO_MEMORY;
-        break;
-      }
-      buf = grown;
-      cap *= 2;
-    }
-    size_t n = fread(buf + len, 1, cap - len, in);
-    len += n;
-    if (n == 0) {
-      if (ferror(in)) {
-        set_error(error, error_size, "cannot read", path);
-        status = ZX_ERR_IO;
-      }
-      break;
-    }
-  }
-  fclose(in);
-  if (status == ZX_ERR_NO_MEMORY && error != NULL && error_size > 0) {
-    snprintf(error, error_size, "%s: out of memory reading it (%zu bytes read)", path, len);
-  }
-  if (status != ZX_OK) {
-    free(buf);
-    return status;
-  }
-  *data = buf;
-  *size = len;
-  return ZX_OK;
+  return spool_pipe(in, path, magic, out, error, error_size);
 }
 
 zx_status_t zxs_profile_check_output(const char* path, char* error, size_t error_size) {

@@ -23,8 +23,6 @@
 #include "trace_output.h"
 
 #define STAT_BUFFER_PAGES 4u  // final records only: a TIME and 32 COUNTs fit in one page
-// The side band's ring per CPU: exec, mappings and threads of one program tree.
-#define SIDE_BAND_RING_BYTES (256u << 10)
 
 // --- Small helpers ------------------------------------------------------------------------------
 
@@ -233,10 +231,8 @@ typedef struct side_band {
 // False when out of memory (said).
 static bool side_band_open(side_band_t* sb, FILE* spool, bool kernel, const char* prog, pid_t pid,
                            const char* program) {
-  const record_perf_options_t options = {.pid = pid,
-                                         .inherit_children = true,
-                                         .ring_bytes = SIDE_BAND_RING_BYTES,
-                                         .side_band_only = true};
+  const record_perf_options_t options = {
+      .pid = pid, .inherit_children = true, .side_band_only = true};
   char error[512];
   sb->perf = record_perf_open(&options, error, sizeof(error));
   if (sb->perf == NULL) {

@@ -25,7 +25,6 @@
 // first-touch fault writes two records of 32 bytes; 2 MiB hold 32k faults, and the recorder is
 // woken at a quarter.
 #define RT_RING_BYTES (2u << 20)
-
 typedef struct ring {
   int fd;
   uint8_t* base;  // header page, then data_size bytes
@@ -42,6 +41,7 @@ struct record_perf {
   int cpus;
   ring_t* rings;     // one per CPU
   ring_t* rt_rings;  // one per CPU: the task runtime events'
+  ring_t* sb_rings;  // one per CPU: the side band's (a dummy event's)
   int* fds;          // every event (the rings' own among them)
   size_t fd_count, fd_cap;
   main_event_t* mains;
@@ -63,7 +63,9 @@ struct record_perf {
   uint64_t scratch[65536 / 8];  // one record, copied out of a ring
 };
 
-static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id,
+// The sampling event's attributes (`side_band` false: samples, losses, inherited counts) or the
+// side band's (a dummy event: COMM, MMAP2, FORK, EXIT of every thread and child it follows).
+static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id, bool side_band,
                       struct perf_event_attr* attr) {
   memset(attr, 0, sizeof(*attr));
   attr->size = sizeof(*attr);
@@ -86,18 +88,19 @@ static void make_attr(const record_perf_options_t* o, bool kernel, bool build_id
   attr->read_format = PERF_FORMAT_ID;
   attr->disabled = !o->attach;
   attr->enable_on_exec = !o->attach;
-  attr->mmap = 1;
-  attr->mmap2 = 1;
-  attr->comm = 1;
-  attr->comm_exec = 1;
-  attr->task = 1;
-  attr->build_id = build_id;  // Linux 5.12: MMAP2 records carry the build ID
   attr->sample_id_all = 1;
   attr->use_clockid = 1;
   attr->clockid = CLOCK_MONOTONIC;
   attr->watermark = 1;
   attr->wakeup_watermark = (uint32_t)(o->ring_bytes / 4);
-  if (o->side_band_only) {
+  if (side_band) {
+    attr->mmap = 1;
+    attr->mmap2 = 1;
+    attr->comm = 1;
+    attr->comm_exec = 1;
+    attr->task = 1;
+    attr->build_id = build_id;  // Linux 5.12: MMAP2 records carry the build ID
+    attr->wakeup_watermark = RECORD_SIDE_BAND_RING_BYTES / 4;
     attr->config = PERF_COUNT_SW_DUMMY;
     attr->sample_period = 0;
     attr->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;  // sample_id_all's
@@ -163,11 +166,14 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
   return 0;
 }
 
-// The sampling event of `tid` on `cpu`.
+// The side-band event of `tid` on `cpu`, then its sampling event (none: side_band_only).
 static int open_on_cpu(record_perf_t* p, const record_perf_options_t* o, pid_t tid, int cpu,
-                       struct perf_event_attr* attr) {
+                       struct perf_event_attr* attrs) {
   int fd = -1;
-  int err = open_into(p, p->rings, o->ring_bytes, tid, cpu, attr, &fd);
+  int err = open_into(p, p->sb_rings, RECORD_SIDE_BAND_RING_BYTES, tid, cpu, &attrs[1], &fd);
+  if (err != 0 || o->side_band_only) return err;
+  fd = -1;
+  err = open_into(p, p->rings, o->ring_bytes, tid, cpu, &attrs[0], &fd);
   if (fd >= 0 &&
       zxs_array_grow((void**)&p->mains, &p->main_cap, p->main_count + 1, sizeof(*p->mains))) {
     p->mains[p->main_count++] = (main_event_t){.fd = fd, .tid = tid};
@@ -276,7 +282,7 @@ static void open_runtime_on_cpu(record_perf_t* p, const record_perf_options_t* o
 // Every thread of a running process, until a pass over /proc/PID/task finds none new (threads
 // that one of ours creates meanwhile inherit its events).
 static int attach_threads(record_perf_t* p, const record_perf_options_t* o,
-                          struct perf_event_attr* attr) {
+                          struct perf_event_attr* attrs) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/task", (int)o->pid);
   pid_t* done = NULL;
@@ -302,7 +308,7 @@ static int attach_threads(record_perf_t* p, const record_perf_options_t* o,
       done[done_count++] = tid;
       found_new = true;
       for (int cpu = 0; cpu < p->cpus; cpu++) {
-        int err = open_on_cpu(p, o, tid, cpu, attr);
+        int err = open_on_cpu(p, o, tid, cpu, attrs);
         if (err == 0) open_runtime_on_cpu(p, o, tid, cpu);
         if (err == -ESRCH) {  // exited meanwhile
           break;
@@ -319,7 +325,7 @@ static int attach_threads(record_perf_t* p, const record_perf_options_t* o,
   free(done);
   // Every thread failed: report why; some failed: counted.
   bool any = false;
-  for (int cpu = 0; cpu < p->cpus; cpu++) any = any || p->rings[cpu].fd >= 0;
+  for (int cpu = 0; cpu < p->cpus; cpu++) any = any || p->sb_rings[cpu].fd >= 0;
   return any ? 0 : (first_error != 0 ? first_error : -ESRCH);
 }
 
@@ -349,13 +355,14 @@ static void choose_runtime(record_perf_t* p, const record_perf_options_t* o) {
 }
 
 static int open_all(record_perf_t* p, const record_perf_options_t* o, bool kernel, bool build_id) {
-  struct perf_event_attr attr;
-  make_attr(o, kernel, build_id, &attr);
-  p->sample_type = attr.sample_type;
+  struct perf_event_attr attrs[2];  // the samples', the side band's
+  make_attr(o, kernel, build_id, false, &attrs[0]);
+  make_attr(o, kernel, build_id, true, &attrs[1]);
+  p->sample_type = attrs[0].sample_type;
   choose_runtime(p, o);
-  if (o->attach) return attach_threads(p, o, &attr);
+  if (o->attach) return attach_threads(p, o, attrs);
   for (int cpu = 0; cpu < p->cpus; cpu++) {
-    int err = open_on_cpu(p, o, o->pid, cpu, &attr);
+    int err = open_on_cpu(p, o, o->pid, cpu, attrs);
     if (err != 0) return err;
   }
   for (int cpu = 0; cpu < p->cpus; cpu++) open_runtime_on_cpu(p, o, o->pid, cpu);
@@ -364,8 +371,9 @@ static int open_all(record_perf_t* p, const record_perf_options_t* o, bool kerne
 
 static void close_all(record_perf_t* p) {
   for (int cpu = 0; cpu < p->cpus; cpu++) {
-    ring_t* rings[2] = {&p->rings[cpu], p->rt_rings != NULL ? &p->rt_rings[cpu] : NULL};
-    for (int k = 0; k < 2; k++) {
+    ring_t* rings[3] = {&p->rings[cpu], p->rt_rings != NULL ? &p->rt_rings[cpu] : NULL,
+                        p->sb_rings != NULL ? &p->sb_rings[cpu] : NULL};
+    for (int k = 0; k < 3; k++) {
       ring_t* r = rings[k];
       if (r == NULL) continue;
       if (r->base != NULL) munmap(r->base, p->page + r->data_size);
@@ -390,14 +398,18 @@ record_perf_t* record_perf_open(const record_perf_options_t* o, char* error, siz
   p->page = (size_t)sysconf(_SC_PAGESIZE);
   p->rings = calloc((size_t)cpus, sizeof(*p->rings));
   p->rt_rings = calloc((size_t)cpus, sizeof(*p->rt_rings));
-  if (p->rings == NULL || p->rt_rings == NULL) {
+  p->sb_rings = calloc((size_t)cpus, sizeof(*p->sb_rings));
+  if (p->rings == NULL || p->rt_rings == NULL || p->sb_rings == NULL) {
     snprintf(error, error_size, "out of memory");
     free(p->rings);
     free(p->rt_rings);
+    free(p->sb_rings);
     free(p);
     return NULL;
   }
-  for (int cpu = 0; cpu < p->cpus; cpu++) p->rings[cpu].fd = p->rt_rings[cpu].fd = -1;
+  for (int cpu = 0; cpu < p->cpus; cpu++) {
+    p->rings[cpu].fd = p->rt_rings[cpu].fd = p->sb_rings[cpu].fd = -1;
+  }
   // Attaching opens (1 + 5 runtime events) x CPUs descriptors per thread: as many as we may.
   // (A program we start was forked before this and keeps its own limit.)
   struct rlimit files;
@@ -468,21 +480,32 @@ static void drain_ring(record_perf_t* p, ring_t* r, record_perf_fn fn, void* ctx
   zxs_linux_ring_read(r->base, p->page, r->data_size, p->scratch, on_ring_record, &d);
 }
 
+static void drain_side_band(record_perf_t* p, record_perf_fn fn, void* ctx) {
+  for (int cpu = 0; cpu < p->cpus; cpu++) {
+    if (p->sb_rings[cpu].base != NULL) drain_ring(p, &p->sb_rings[cpu], fn, ctx);
+  }
+}
+
 void record_perf_drain(record_perf_t* p, record_perf_fn fn, record_perf_fn runtime_fn, void* ctx) {
+  // The side band first, so that the samples after it find their process's exec, names and
+  // mappings even when the batch fills and is handled before this pass ends; and again last,
+  // for what came meanwhile, which the batch puts in time order with the samples it still holds.
+  drain_side_band(p, fn, ctx);
   for (int cpu = 0; cpu < p->cpus; cpu++) {
     if (p->rings[cpu].base != NULL) drain_ring(p, &p->rings[cpu], fn, ctx);
     if (p->rt_rings[cpu].base != NULL) drain_ring(p, &p->rt_rings[cpu], runtime_fn, ctx);
   }
+  drain_side_band(p, fn, ctx);
 }
 
 bool record_perf_poll(record_perf_t* p, int extra_fd, int timeout_ms, record_perf_fn fn,
                       record_perf_fn runtime_fn, void* ctx) {
-  struct pollfd fds[2 * p->cpus + 1];
+  struct pollfd fds[3 * p->cpus + 1];
   nfds_t n = 0;
   for (int cpu = 0; cpu < p->cpus; cpu++) {
-    if (p->rings[cpu].fd >= 0) fds[n++] = (struct pollfd){.fd = p->rings[cpu].fd, .events = POLLIN};
-    if (p->rt_rings[cpu].fd >= 0) {
-      fds[n++] = (struct pollfd){.fd = p->rt_rings[cpu].fd, .events = POLLIN};
+    const ring_t* rings[3] = {&p->rings[cpu], &p->rt_rings[cpu], &p->sb_rings[cpu]};
+    for (int k = 0; k < 3; k++) {
+      if (rings[k]->fd >= 0) fds[n++] = (struct pollfd){.fd = rings[k]->fd, .events = POLLIN};
     }
   }
   nfds_t extra = n;
@@ -518,6 +541,7 @@ void record_perf_close(record_perf_t* p) {
   if (p->rings != NULL) close_all(p);
   free(p->rings);
   free(p->rt_rings);
+  free(p->sb_rings);
   free(p->fds);
   free(p->mains);
   free(p->rt_ids);

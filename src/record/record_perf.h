@@ -2,11 +2,12 @@
 //
 // The recorder does what `perf record` does: one software task-clock event per CPU bound to the
 // target (inherited by every thread and child process it makes, and kept across exec), each
-// writing into a ring of its CPU that this process maps and drains. Each sample carries the user
-// registers and a copy of the top of the user stack (and, when kernel time is sampled, the
-// kernel's call chain); the recorder walks the copy with the core's frame-pointer rules. The
-// program needs no library loaded, keeps its environment, and whatever it does (exit, _exit,
-// exec, a fatal signal, SIGKILL) the samples it produced are in rings this process owns.
+// writing into a ring of its CPU that this process maps and drains, and a dummy event per CPU
+// whose rings carry the side band (exec, names, mappings, forks and exits) apart. Each sample
+// carries the user registers and a copy of the top of the user stack (and, when kernel time is
+// sampled, the kernel's call chain); the recorder walks the copy with the core's frame-pointer
+// rules. The program needs no library loaded, keeps its environment, and whatever it does (exit,
+// _exit, exec, a fatal signal, SIGKILL) the samples it produced are in rings this process owns.
 #ifndef ZXSAMPLER_SRC_RECORD_RECORD_PERF_H_
 #define ZXSAMPLER_SRC_RECORD_RECORD_PERF_H_
 
@@ -16,13 +17,19 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+// The side band (COMM, MMAP2, FORK, EXIT of a dummy event) has rings of its own, per CPU, apart
+// from the samples, so that names survive when a sampling ring overflows: records of a few
+// hundred bytes per module mapped; 256 KiB hold ~1500 MMAP2 records with build IDs between two
+// drains.
+#define RECORD_SIDE_BAND_RING_BYTES (256u << 10)
+
 typedef struct record_perf_options {
   pid_t pid;              // the target: a child waiting to exec, or a running process (attach)
   bool attach;            // the target is running: open events on each of its threads now
   bool inherit_children;  // follow fork/clone children (threads are always followed)
   bool kernel;            // ask for kernel-mode samples (falls back to user only if refused)
   uint64_t period_ns;     // task-clock period
-  size_t ring_bytes;      // data bytes per CPU ring (a power of two number of pages)
+  size_t ring_bytes;      // data bytes per CPU sampling ring (a power of two number of pages)
   uint32_t stack_copy;    // bytes of user stack copied per sample
   bool dwarf;             // sample every register CFI unwinding may need (not only fp, sp, pc)
   bool runtime;           // measure task runtime (RFC-0084) per thread: see below

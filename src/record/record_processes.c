@@ -17,9 +17,11 @@
 #include "cfi_unwind.h"
 #include "elf_symbolizer.h"
 #include "frame_walk.h"
+#include "jit_capture.h"
 #include "modules.h"
 #include "perf_regs.h"
 #include "record_perf.h"
+#include "runtime_events_linux.h"
 #include "runtime_pairs_linux.h"
 #include "sorted_search.h"
 #include "trace_file.h"
@@ -113,6 +115,7 @@ struct record_processes {
   bool runtime;
   uint32_t rt_fields;  // ZXS_TASK_RUNTIME_*
   char rt_missing[512];
+  int64_t fault_edge_ns;  // added to each fault (zxs_rt_fault_edge_ns())
   uint64_t* rt_ids;
   int* rt_kinds;
   size_t rt_count;
@@ -125,6 +128,8 @@ struct record_processes {
   bool pcs;
   uint64_t root_exec_ns;  // the root's first exec (COMM_EXEC), 0 until seen
   uint64_t pc_exec_ns;    // where no COMM_EXEC is seen: the root's samples are kept from here
+  // JIT code names, read as processes end (NULL: no memory).
+  zxs_jit_capture_t* jit;
 };
 
 // A PC sample of record_processes_on_pc(), held in the batch like a perf record.
@@ -247,6 +252,16 @@ static int64_t new_process(record_processes_t* s, uint32_t pid, const process_t*
   return (int64_t)s->process_count++;
 }
 
+// The JIT code names of a sampled process (jit_capture.h), read while its files are its own:
+// at its exit, or at the end for one still running (the next process of its pid rewrites them).
+static void capture_jit(record_processes_t* s, const process_t* p) {
+  if (s->jit == NULL || p->samples == 0) return;
+  const char** paths = calloc(p->map_count + 1, sizeof(*paths));
+  for (size_t i = 0; paths != NULL && i < p->map_count; i++) paths[i] = p->maps[i].path;
+  zxs_jit_capture_process(s->jit, p->koid, p->pid, paths, paths != NULL ? p->map_count : 0);
+  free(paths);
+}
+
 // A process object that will see no more samples (it exited, or exec replaced it).
 static void process_done(process_t* p) {
   zxs_cfi_space_free(p->cfi);
@@ -269,7 +284,7 @@ static thread_t* thread_in(record_processes_t* s, uint32_t tid, uint32_t proc) {
     return NULL;
   }
   thread_t* t = &s->threads[s->thread_count];
-  *t = (thread_t){.tid = tid, .process = proc};
+  *t = (thread_t){.tid = tid, .process = proc, .pairs.fault_edge_ns = s->fault_edge_ns};
   // A thread that moved keeps its name; a new one is named like its process for now.
   memcpy(t->name, index >= 0 ? s->threads[index].name : s->processes[proc].name, sizeof(t->name));
   if (!id_map_put(&s->tid_map, tid, (uint32_t)s->thread_count)) return NULL;
@@ -454,7 +469,10 @@ static void on_comm(record_processes_t* s, const struct perf_event_header* h) {
   if (h->misc & PERF_RECORD_MISC_COMM_EXEC) {
     record_id_t id;
     if (pid == s->root && s->root_exec_ns == 0 && trailer_id(h, 0, &id)) s->root_exec_ns = id.time;
-    if (!process_is_empty(p)) {  // a new image: a new process object
+    // A new image: a new process object, unless the one before never had a name or a mapping
+    // (samples of the exec itself, between the events' enabling and this record: they stay,
+    // with the image they started).
+    if (!process_is_empty(p) && !(p->map_count == 0 && p->name[0] == '\0')) {
       process_done(p);
       int64_t index = new_process(s, pid, NULL);
       if (index < 0) return;
@@ -480,6 +498,7 @@ static void on_fork(record_processes_t* s, const struct perf_event_header* h) {
       if (index >= 0) {
         s->processes[index].exited = true;
         process_done(&s->processes[index]);
+        capture_jit(s, &s->processes[index]);
       }
     }
     return;
@@ -627,6 +646,7 @@ void record_processes_set_runtime(record_processes_t* s, uint32_t fields, const 
   s->rt_fields = ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME | fields;
   snprintf(s->rt_missing, sizeof(s->rt_missing), "%s", missing != NULL ? missing : "");
   zxs_rt_lock_tracepoints(&s->lock_begin, &s->lock_end);
+  if (fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) s->fault_edge_ns = zxs_rt_fault_edge_ns();
   free(s->rt_ids);
   free(s->rt_kinds);
   s->rt_ids = malloc((count + 1) * sizeof(*s->rt_ids));
@@ -1203,6 +1223,10 @@ zx_status_t record_processes_write(record_processes_t* s, uint64_t period_ns,
     if (p->samples == 0 && p->koid != s->root) continue;
     write_process(&head, s, p, period_ns, threads_not_attached);
     status = write_process_modules(&head, p, &cache);
+    // Still running (or its exit unseen): its JIT files as they are now.
+    if (id_map_get(&s->pid_map, p->pid) == (int64_t)i) capture_jit(s, p);
+    const zxs_jit_symbols_t* jit = s->jit != NULL ? zxs_jit_capture_find(s->jit, p->koid) : NULL;
+    if (status == ZX_OK && jit != NULL) status = zxs_trace_write_jit_symbols(&head, p->koid, jit);
   }
   module_files_free(&cache);
   for (size_t i = 0; i < s->thread_count && status == ZX_OK; i++) {
@@ -1268,6 +1292,7 @@ record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_
   s->kernel = kernel;
   s->follow_children = follow_children;
   zxs_fxt_buf_init(&s->sample);
+  s->jit = zxs_jit_capture_new();
   if (cfi && (s->unwinder = zxs_cfi_unwinder_new()) == NULL) {
     record_processes_free(s);
     return NULL;
@@ -1316,5 +1341,6 @@ void record_processes_free(record_processes_t* s) {
   free(s->read_sums);
   zxs_fxt_buf_destroy(&s->sample);
   zxs_cfi_unwinder_free(s->unwinder);
+  zxs_jit_capture_free(s->jit);
   free(s);
 }

@@ -224,23 +224,41 @@ static void add_arg(zxs_fxt_arg_t* args, size_t* n, const char* name, int64_t ns
   (*n)++;
 }
 
-// The period's cpu_time and queue_time, their sum at most its wall time. The reads are ordered
-// so that the wall time holds both (zxs_deadline_begin/end), but the two are the scheduler's
+// The period's breakdown, its sum at most its wall time. The reads are ordered so that the wall
+// time holds cpu_time and queue_time (zxs_deadline_begin/end), but those two are the scheduler's
 // clock (sched_clock, per CPU) and the wall time is CLOCK_MONOTONIC, which NTP slews by up to
-// 500 ppm against it: a sum past the wall by that much is the clocks' disagreement, not time
-// the thread spent, and comes off queue_time (then cpu_time), the coarser of the two.
-static void breakdown_within_wall(zx_duration_t wall, const alert_t* a, int64_t* cpu,
-                                  int64_t* queue) {
+// 500 ppm against it: a sum past the wall by that much is the clocks' disagreement, not time the
+// thread spent, and comes off queue_time (then cpu_time), the coarser of the two. Fault time runs
+// on the CPU, so it is at most cpu_time. A contention ends when the woken thread has run a
+// little and taken the lock, so its end overlaps cpu_time: lock time is what the wall leaves.
+typedef struct breakdown {
+  int64_t cpu, queue, fault, lock;
+  uint32_t rt_fields;  // ZXS_TASK_RUNTIME_PAGE_FAULT_TIME, _LOCK_CONTENTION_TIME measured
+} breakdown_t;
+
+static int64_t at_least_0(int64_t ns) { return ns > 0 ? ns : 0; }
+
+static breakdown_t breakdown_within_wall(zx_duration_t wall, const alert_t* a) {
+  breakdown_t b = {0};
+  if (wall <= 0) return b;
   const bool has_cpu = (a->fields & ZXS_TASK_RUNTIME_CPU_TIME) != 0;
-  const bool has_queue = (a->fields & ZXS_TASK_RUNTIME_QUEUE_TIME) != 0;
-  *cpu = has_cpu && a->cpu_time > 0 ? a->cpu_time : 0;
-  *queue = has_queue && a->queue_time > 0 ? a->queue_time : 0;
-  if (wall <= 0) {
-    *cpu = *queue = 0;
-    return;
+  b.cpu = has_cpu ? at_least_0(a->cpu_time) : 0;
+  b.queue = (a->fields & ZXS_TASK_RUNTIME_QUEUE_TIME) != 0 ? at_least_0(a->queue_time) : 0;
+  if (b.cpu > wall) b.cpu = wall;
+  if (b.queue > wall - b.cpu) b.queue = wall - b.cpu;
+  zx_info_task_runtime_t rt;
+  b.rt_fields = a->one_thread ? zxs_facts_runtime_between(a->tid, a->begin, a->at, &rt) : 0;
+  if (b.rt_fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) {
+    b.fault = at_least_0(rt.page_fault_time);
+    if (b.fault > wall) b.fault = wall;
+    if (has_cpu && b.fault > b.cpu) b.fault = b.cpu;
   }
-  if (*cpu > wall) *cpu = wall;
-  if (*queue > wall - *cpu) *queue = wall - *cpu;
+  if (b.rt_fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME) {
+    const int64_t left = wall - b.queue - (has_cpu ? b.cpu : b.fault);
+    b.lock = at_least_0(rt.lock_contention_time);
+    if (b.lock > left) b.lock = at_least_0(left);
+  }
+  return b;
 }
 
 // The alert's instant event, with the late period's breakdown.
@@ -250,22 +268,18 @@ static zx_status_t write_alert_event(const alert_t* a, zxs_fxt_buf_t* events) {
   size_t n = 0;
   if (a->has_period) {
     const zx_duration_t wall = a->at - a->begin;
-    int64_t cpu = 0, queue = 0;
-    breakdown_within_wall(wall, a, &cpu, &queue);
+    const breakdown_t b = breakdown_within_wall(wall, a);
     add_arg(args, &n, ZXS_TRACE_ALERT_WALL_ARG, wall);
     add_arg(args, &n, ZXS_TRACE_ALERT_BUDGET_ARG, a->budget);
-    if (a->fields & ZXS_TASK_RUNTIME_CPU_TIME) add_arg(args, &n, ZXS_TRACE_ALERT_CPU_ARG, cpu);
+    if (a->fields & ZXS_TASK_RUNTIME_CPU_TIME) add_arg(args, &n, ZXS_TRACE_ALERT_CPU_ARG, b.cpu);
     if (a->fields & ZXS_TASK_RUNTIME_QUEUE_TIME) {
-      add_arg(args, &n, ZXS_TRACE_ALERT_QUEUE_ARG, queue);
+      add_arg(args, &n, ZXS_TRACE_ALERT_QUEUE_ARG, b.queue);
     }
-    zx_info_task_runtime_t rt;
-    const uint32_t rt_fields =
-        a->one_thread ? zxs_facts_runtime_between(a->tid, a->begin, a->at, &rt) : 0;
-    if (rt_fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) {
-      add_arg(args, &n, ZXS_TRACE_ALERT_FAULT_ARG, rt.page_fault_time);
+    if (b.rt_fields & ZXS_TASK_RUNTIME_PAGE_FAULT_TIME) {
+      add_arg(args, &n, ZXS_TRACE_ALERT_FAULT_ARG, b.fault);
     }
-    if (rt_fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME) {
-      add_arg(args, &n, ZXS_TRACE_ALERT_LOCK_ARG, rt.lock_contention_time);
+    if (b.rt_fields & ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME) {
+      add_arg(args, &n, ZXS_TRACE_ALERT_LOCK_ARG, b.lock);
     }
   }
   zxs_fxt_event_t event = {

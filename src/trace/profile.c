@@ -46,6 +46,25 @@ const zxs_profile_process_t* zxs_profile_find_process(const zxs_profile_t* profi
   return NULL;
 }
 
+bool zxs_profile_process_matches(const zxs_profile_process_t* process, uint64_t pid,
+                                 const char* name) {
+  return (pid == 0 || process->pid == pid) && (name == NULL || strcmp(process->name, name) == 0);
+}
+
+// The profile is named after the process a selection keeps, not the tree's first.
+static void name_after_selected(zxs_profile_t* profile, uint64_t pid, const char* name) {
+  const zxs_profile_process_t* named = NULL;
+  for (size_t i = 0; i < profile->process_count; i++) {
+    const zxs_profile_process_t* p = &profile->processes[i];
+    if (!zxs_profile_process_matches(p, pid, name)) continue;
+    if (named == NULL || (named->samples == 0 && p->samples > 0)) named = p;
+  }
+  if (named != NULL) {
+    profile->pid = named->koid;
+    profile->process_name = named->name;
+  }
+}
+
 size_t zxs_profile_select(zxs_profile_t* profile, uint64_t pid, const char* name) {
   size_t kept = 0;
   for (size_t i = 0; i < profile->process_count; i++) profile->processes[i].samples = 0;
@@ -62,6 +81,7 @@ size_t zxs_profile_select(zxs_profile_t* profile, uint64_t pid, const char* name
     profile->samples[kept++] = *s;
   }
   profile->sample_count = kept;
+  if (pid != 0 || name != NULL) name_after_selected(profile, pid, name);
   return kept;
 }
 

@@ -109,8 +109,10 @@ typedef struct zxs_profile_sample {
 typedef struct zxs_profile {
   uint64_t ticks_per_second;  // non-zero
   zx_duration_t period;       // sampling period in ns (0 if unknown)
-  zx_koid_t pid;              // the first process's koid
-  const char* process_name;   // the first process's name; "" if unknown
+  // The profile's process: the first process's koid and name ("" if unknown); after
+  // zxs_profile_select(), the first process kept.
+  zx_koid_t pid;
+  const char* process_name;
   zxs_profile_process_t* processes;
   size_t process_count;
   zxs_profile_sampled_t sampled;
@@ -147,8 +149,14 @@ static inline bool zxs_profile_is_kernel_address(uint64_t address) { return (add
 // The process of a sample (the entry whose koid is the sample's pid), or NULL.
 const zxs_profile_process_t* zxs_profile_find_process(const zxs_profile_t* profile, zx_koid_t koid);
 
+// Whether `process` has pid `pid` (0: any) and name `name` (NULL: any).
+bool zxs_profile_process_matches(const zxs_profile_process_t* process, uint64_t pid,
+                                 const char* name);
+
 // Keeps only the samples of processes whose pid is `pid` (0: any) and whose name is `name`
-// (NULL: any); the rest of the profile stays as it is. Returns how many samples are left.
+// (NULL: any), and names the profile (pid, process_name) after the first process that matches
+// with samples (else the first that matches; else it stays as it was); the rest of the
+// profile stays as it is. Returns how many samples are left.
 size_t zxs_profile_select(zxs_profile_t* profile, uint64_t pid, const char* name);
 
 // A copy of `s` owned by the profile (freed with it); NULL on allocation failure.

@@ -8,6 +8,7 @@
 //   loaded modules as symbolizer markup ({{{module:...}}} and {{{mmap:...}}} lines, each mmap
 //   line followed by a "file_offset:0x..." line; traces written before that line existed lack
 //   it, and their readers derive the offsets);
+//   `zxsampler record` adds per process its modules and JIT code names as blobs (see below);
 //   in a recorder's alert trace, the alert's instant event (see ZXS_TRACE_ALERT_CATEGORY);
 //   then every sample record of every region, as the sampler wrote them (zero tails dropped).
 #ifndef ZXSAMPLER_SRC_REPORT_TRACE_FILE_H_
@@ -18,6 +19,7 @@
 #include <zxsampler/object.h>
 #include <zxsampler/types.h>
 
+#include "jit_symbols.h"
 #include "modules.h"
 #include "profile.h"
 
@@ -59,6 +61,10 @@
 // list names it "[vdso]" with its build ID.
 #define ZXS_TRACE_VDSO_NAME "vdso"
 #define ZXS_TRACE_VDSO_PATH "[vdso]"
+// JIT code names (`zxsampler record`): a Large BLOB with metadata of this name per process that
+// had any, its thread reference naming the process (thread koid 0), its payload perf map text:
+// lines "START SIZE NAME" (hex), disjoint ranges. Readers that do not know it skip it.
+#define ZXS_TRACE_JIT_SYMBOLS_NAME "jit-symbols"
 
 // Appends the head every trace file starts with: the magic record, the provider's info and
 // section (ZXS_TRACE_PROVIDER_ID, "zxsampler") and the initialization record of
@@ -73,6 +79,11 @@ zx_status_t zxs_trace_modules_payload(const zxs_module_list_t* modules, char** t
 // Appends the vDSO attachment of this process's vDSO (nothing where there is none).
 // ZX_OK, or the buffer's failure.
 zx_status_t zxs_trace_write_vdso(zxs_fxt_buf_t* buf);
+
+// Appends the JIT symbols of process `koid` (ZXS_TRACE_JIT_SYMBOLS_NAME; nothing for an empty
+// set). ZX_OK, ZX_ERR_NO_MEMORY, or the buffer's failure.
+zx_status_t zxs_trace_write_jit_symbols(zxs_fxt_buf_t* buf, zx_koid_t koid,
+                                        const zxs_jit_symbols_t* symbols);
 
 // Our own recordings keep up to 128 frames a sample (the kernel's record and the sampler API:
 // 64). A stack cut short (by the stack copy or that limit) ends with this PC, which readers show

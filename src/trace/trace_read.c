@@ -10,6 +10,7 @@
 #include "array_grow.h"
 #include "demangle.h"
 #include "elf_symbolizer.h"
+#include "hex_digit.h"
 #include "modules_markup.h"
 #include "sorted_search.h"
 #include "trace_file.h"
@@ -37,14 +38,6 @@ static bool expect(const char** p, const char* end, const char* word) {
   return true;
 }
 
-// The value of a hex digit, or -1.
-static int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* name, size_t len,
                               const char* hex, size_t hex_len) {
   if (id != list->count || hex_len % 2 != 0 || hex_len / 2 > ZXS_BUILD_ID_MAX) {
@@ -63,7 +56,7 @@ static zx_status_t add_module(zxs_module_list_t* list, uint64_t id, const char* 
   // In the list from here on, so that zxs_modules_free() frees its path whatever comes next.
   list->count++;
   for (size_t i = 0; i < hex_len / 2; i++) {
-    const int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    const int hi = zxs_hex_digit(hex[2 * i]), lo = zxs_hex_digit(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) return ZX_ERR_IO_DATA_INTEGRITY;  // not hex (sscanf took "+1", " 1")
     m->build_id[i] = (uint8_t)(hi << 4 | lo);
   }
@@ -191,6 +184,7 @@ typedef struct {
   uint32_t* table;  // open addressing: location index + 1, 0 = empty
   size_t table_size;
   zxs_module_list_t* modules;  // per process, until they are joined into profile->modules
+  zxs_jit_symbols_t* jit;      // per process (jit_symbols.h), for its code outside modules
   zxs_fxt_bytes_t vdso;        // the vDSO's image, if the trace carries one
   size_t last_process;         // of the last sample: samples come in runs
 } builder_t;
@@ -257,8 +251,12 @@ static size_t find_process(builder_t* b, zx_koid_t koid) {
     zxs_module_list_t* grown = realloc(b->modules, b->process_cap * sizeof(*grown));
     if (grown == NULL) return SIZE_MAX;
     b->modules = grown;
+    zxs_jit_symbols_t* jit = realloc(b->jit, b->process_cap * sizeof(*jit));
+    if (jit == NULL) return SIZE_MAX;
+    b->jit = jit;
   }
   memset(&b->modules[p->process_count], 0, sizeof(b->modules[0]));
+  memset(&b->jit[p->process_count], 0, sizeof(b->jit[0]));
   p->processes[p->process_count] = (zxs_profile_process_t){.koid = koid, .pid = koid, .name = ""};
   if (p->process_count == 0) p->pid = koid;
   return b->last_process = p->process_count++;
@@ -389,11 +387,24 @@ static zx_status_t add_inline_frames(zxs_profile_t* p, zxs_profile_location_t* l
   return ZX_OK;
 }
 
-static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso) {
+// Names code that no module names from its process's JIT symbols. False when out of memory.
+static bool name_jit_code(zxs_profile_t* p, zxs_profile_location_t* loc,
+                          const zxs_jit_symbols_t* jit) {
+  const uint64_t at = loc->is_return_address ? loc->address - 1 : loc->address;
+  const zxs_jit_symbol_t* symbol = zxs_jit_symbols_lookup(jit, at);
+  return symbol == NULL ||
+         set_name(p, zxs_jit_symbol_name(jit, symbol), &loc->function, &loc->system_name);
+}
+
+static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso,
+                             zxs_jit_symbols_t* jit) {
   size_t inline_capacity = 0;
   zxs_elf_t** elves = calloc(p->modules.count + 1, sizeof(*elves));
   bool* tried = calloc(p->modules.count + 1, sizeof(*tried));
   zx_status_t status = elves != NULL && tried != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
+  for (size_t i = 0; jit != NULL && i < p->process_count && status == ZX_OK; i++) {
+    status = zxs_jit_symbols_resolve(&jit[i]);
+  }
   for (size_t i = 0; i < p->location_count && status == ZX_OK; i++) {
     zxs_profile_location_t* loc = &p->locations[i];
     if (loc->address == ZXS_TRACE_TRUNCATED_PC) {
@@ -416,6 +427,7 @@ static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso) {
     if (zxs_modules_file_address(&view, loc->address,
                                  loc->is_return_address ? ZXS_MODULES_RETURN_ADDRESS : 0, &m,
                                  &file_address) != ZX_OK) {
+      if (jit != NULL && !name_jit_code(p, loc, &jit[loc->process])) status = ZX_ERR_NO_MEMORY;
       continue;
     }
     size_t index = (size_t)(m - p->modules.modules);
@@ -430,6 +442,8 @@ static zx_status_t symbolize(zxs_profile_t* p, const zxs_fxt_bytes_t* vdso) {
         zxs_elf_lookup(elves[index], file_address,
                        loc->is_return_address ? ZXS_ELF_LOOKUP_RETURN_ADDRESS : 0,
                        &where) != ZX_OK) {
+      // A mapped file that is no ELF file the JIT may name (.NET's ready-to-run images).
+      if (jit != NULL && !name_jit_code(p, loc, &jit[loc->process])) status = ZX_ERR_NO_MEMORY;
       continue;
     }
     if (where.name != NULL && !set_name(p, where.name, &loc->function, &loc->system_name)) {
@@ -671,6 +685,16 @@ static zx_status_t read_modules(builder_t* b, zx_koid_t koid, const zxs_fxt_byte
   return zxs_modules_from_markup((const char*)payload->data, payload->size, &b->modules[index]);
 }
 
+// The JIT symbols of process `koid` (a second list for the same process replaces the first).
+// Malformed lines are skipped, and what does not fit the set's limit is left out.
+static zx_status_t read_jit_symbols(builder_t* b, zx_koid_t koid, const zxs_fxt_bytes_t* payload) {
+  const size_t index = find_process(b, koid);
+  if (index == SIZE_MAX) return ZX_ERR_NO_MEMORY;
+  zxs_jit_symbols_free(&b->jit[index]);
+  zxs_jit_parse_perf_map(&b->jit[index], (const char*)payload->data, payload->size);
+  return ZX_OK;
+}
+
 static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
   zxs_profile_t* p = b->profile;
   switch (rec->kind) {
@@ -717,6 +741,10 @@ static zx_status_t read_record(builder_t* b, const zxs_fxt_record_t* rec) {
       if (str_is(&rec->blob.category, ZXS_TRACE_CATEGORY) &&
           str_is(&rec->blob.name, ZXS_TRACE_MODULES_NAME)) {
         return read_modules(b, rec->blob.thread.process_koid, &rec->blob.payload);
+      }
+      if (str_is(&rec->blob.category, ZXS_TRACE_CATEGORY) &&
+          str_is(&rec->blob.name, ZXS_TRACE_JIT_SYMBOLS_NAME)) {
+        return read_jit_symbols(b, rec->blob.thread.process_koid, &rec->blob.payload);
       }
       return ZX_OK;
     case ZXS_FXT_RECORD_EVENT:
@@ -771,7 +799,9 @@ zx_status_t zxs_profile_from_trace(const void* data, size_t size, zxs_profile_t*
     out->process_name = zxs_profile_strdup(out, "");
     if (out->process_name == NULL) status = ZX_ERR_NO_MEMORY;
   }
-  if (status == ZX_OK) status = symbolize(out, &b.vdso);
+  if (status == ZX_OK) status = symbolize(out, &b.vdso, b.jit);
+  for (size_t i = 0; b.jit != NULL && i < out->process_count; i++) zxs_jit_symbols_free(&b.jit[i]);
+  free(b.jit);
   if (status != ZX_OK) zxs_profile_free(out);
   return status;
 }

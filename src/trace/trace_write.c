@@ -102,6 +102,22 @@ zx_status_t zxs_trace_write_vdso(zxs_fxt_buf_t* buf) {
   return status;
 }
 
+zx_status_t zxs_trace_write_jit_symbols(zxs_fxt_buf_t* buf, zx_koid_t koid,
+                                        const zxs_jit_symbols_t* symbols) {
+  char* text = NULL;
+  size_t size = 0;
+  zx_status_t status = zxs_jit_symbols_write_perf_map(symbols, &text, &size);
+  if (status == ZX_OK && size > 0) {
+    zxs_fxt_large_blob_t blob = {.category = str(ZXS_TRACE_CATEGORY),
+                                 .name = str(ZXS_TRACE_JIT_SYMBOLS_NAME),
+                                 .thread = {.process_koid = koid},
+                                 .payload = {.data = text, .size = size}};
+    status = zxs_fxt_write_large_blob(buf, &blob, NULL, 0);
+  }
+  free(text);
+  return status;
+}
+
 // The threads of the sample records in `samples` (whole records, checked by the caller).
 static void add_sample_tids(const zxs_fxt_buf_t* samples, tid_set_t* tids) {
   zxs_fxt_region_iter_t it;

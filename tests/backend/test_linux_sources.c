@@ -1136,8 +1136,12 @@ static void test_perf_fd_beyond_routes(void** state) {
   }
   zxs_prim_source_disarm(slot);
   setenv("ZXSAMPLER_SOURCE", "perf", 1);
-  assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_ERR_NO_RESOURCES);
-  assert_false(atomic_load(&slot->armed));
+  // A forced source it cannot have falls back as the automatic choice does, and says so.
+  const uint64_t failures = atomic_load(&slot->source_failures);
+  assert_int_equal(zxs_prim_source_arm(slot, 1000000), ZX_OK);
+  assert_int_equal(atomic_load(&slot->source_kind), ZXS_SOURCE_CPU_CLOCK_TIMER);
+  assert_int_equal(atomic_load(&slot->source_failures), failures + 1);
+  zxs_prim_source_disarm(slot);
   zxs_linux_perf_limit_routes(0);
   for (int i = 0; i < ntaken; i++) {
     close(taken[i]);

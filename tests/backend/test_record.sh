@@ -246,6 +246,15 @@ echo old >"$T/old.fxt"
 check "a program that cannot start: the old profile is kept" grep -qx old "$T/old.fxt"
 "$ZXS" report /dev/zero >/dev/null 2>"$T/out.err"
 check "report /dev/zero: refused with a reason" sh -c "grep -q 'not a regular file' '$T/out.err'"
+# A pipe is spooled to an unlinked file in TMPDIR and mapped, as a file is: the same report, no
+# file left behind, and a TMPDIR it cannot use said.
+mkdir -p "$T/spool"
+"$ZXS" report "$T/real.fxt" >"$T/from-file.txt" 2>&1
+cat "$T/real.fxt" | TMPDIR="$T/spool" "$ZXS" report /dev/stdin >"$T/from-pipe.txt" 2>&1
+check "report from a pipe: the same as from the file" cmp -s "$T/from-file.txt" "$T/from-pipe.txt"
+check "report from a pipe: nothing left in TMPDIR" [ -z "$(ls -A "$T/spool")" ]
+cat "$T/real.fxt" | TMPDIR="$T/no-such-dir" "$ZXS" report /dev/stdin >/dev/null 2>"$T/out.err"
+check "report from a pipe, TMPDIR unusable: refused with a reason" grep -q "cannot make a file in" "$T/out.err"
 
 # --- programs that cannot run: the shell's statuses -------------------------------------------
 

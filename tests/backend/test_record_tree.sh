@@ -109,6 +109,35 @@ if command -v g++ >/dev/null; then
   check "g++: status 0 (got $(recorded_status gxx))" [ "$(recorded_status gxx)" = 0 ]
   "$ZXS" report --comm cc1plus "$T/gxx.fxt" >"$T/cc1plus.txt" 2>&1
   check "g++: the compiler proper, cc1plus, was followed" grep -qE '^Samples: [1-9]' "$T/cc1plus.txt"
+  check "g++: report --comm cc1plus names cc1plus, not the launcher ($(head -n 1 "$T/cc1plus.txt"))" \
+    grep -q '^Process: cc1plus (pid [0-9]*)$' "$T/cc1plus.txt"
+  "$ZXS" report -f folded "$T/gxx.fxt" >"$T/gxx.folded"
+  check "g++: folded stacks start with their program (g++, cc1plus)" \
+    sh -c "grep -q '^cc1plus;' '$T/gxx.folded' && ! grep -qv '^[a-z+0-9.-]*;' '$T/gxx.folded'"
+fi
+
+# Two programs behind a shell: each has its own root frame in folded stacks and the flame graph,
+# where their main-to-libc frames would otherwise merge; a selection names its program.
+if command -v xz >/dev/null && command -v gzip >/dev/null; then
+  head -c 3000000 /dev/urandom >"$T/random"
+  record_run programs -- sh -c "xz -9 -c '$T/random' >/dev/null; gzip -9 -c '$T/random' >/dev/null"
+  "$ZXS" report -f folded "$T/programs.fxt" >"$T/programs.folded"
+  check "two programs: xz's stacks under xz" grep -q '^xz;.*__libc_start_main' "$T/programs.folded"
+  check "two programs: gzip's stacks under gzip" grep -q '^gzip;.*__libc_start_main' "$T/programs.folded"
+  "$ZXS" report -f svg "$T/programs.fxt" >"$T/programs.svg"
+  check "two programs: the flame graph has both roots" \
+    sh -c "grep -q '<title>xz (' '$T/programs.svg' && grep -q '<title>gzip (' '$T/programs.svg'"
+  "$ZXS" report -f folded --no-process-frame "$T/programs.fxt" >"$T/programs-merged.folded"
+  check "--no-process-frame: no program roots" \
+    sh -c "! grep -qE '^(xz|gzip|sh);' '$T/programs-merged.folded'"
+  "$ZXS" report --comm xz "$T/programs.fxt" >"$T/programs-xz.txt" 2>&1
+  check "report --comm xz: the header names xz ($(head -n 1 "$T/programs-xz.txt"))" \
+    grep -q '^Process: xz (pid [0-9]*)$' "$T/programs-xz.txt"
+  "$ZXS" report --comm xz -f pprof -o "$T/programs-xz.pb.gz" "$T/programs.fxt"
+  check "report --comm xz -f pprof: the comment names xz" \
+    sh -c "gzip -dc '$T/programs-xz.pb.gz' | grep -qa 'process xz (pid'"
+else
+  echo "SKIP: no xz or gzip"
 fi
 
 # --- 4. Process trees -----------------------------------------------------------------------------
@@ -123,7 +152,17 @@ root=$(sed -nE 's/^Process: .* \(pid ([0-9]+)\)$/\1/p' "$T/tree.txt")
 "$ZXS" report --pid "$root" "$T/tree.fxt" >"$T/tree-root.txt" 2>&1
 check "report --pid ROOT: level0 only" sh -c "grep -qw level0 '$T/tree-root.txt' && ! grep -qwE 'level1|level2' '$T/tree-root.txt'"
 "$ZXS" report --comm nosuchname "$T/tree.fxt" >"$T/tree-none.txt" 2>&1
-check "report --comm with no match: 0 samples" grep -q '^Samples: 0 ' "$T/tree-none.txt"
+status=$?
+check "report --comm with no match: status 2 (got $status)" [ "$status" = 2 ]
+check "report --comm with no match: says so, listing the processes" \
+  grep -q "no process named 'nosuchname' in the profile; its processes: record_target (pid $root)" \
+  "$T/tree-none.txt"
+"$ZXS" report --pid 2147483646 -f folded "$T/tree.fxt" >"$T/tree-nopid.txt" 2>&1
+status=$?
+check "report --pid not in the profile: status 2 (got $status)" [ "$status" = 2 ]
+check "report --pid not in the profile: says so" \
+  grep -q "no process with pid 2147483646 in the profile; its processes: record_target" \
+  "$T/tree-nopid.txt"
 "$ZXS" report -f pprof -o "$T/tree.pb.gz" "$T/tree.fxt"
 check "pprof of a tree carries process labels" sh -c "gzip -dc '$T/tree.pb.gz' | grep -qa record_target"
 record_run tree-noinherit --no-inherit -- "$TARGET" tree 0.3
@@ -245,7 +284,7 @@ if "$ZXS" record --help | grep -q -- '--unwind HOW' && [ -n "$NOFP" ]; then
   fi
 fi
 record_run deep -- "$TARGET" deep 0.3
-"$ZXS" report -f folded "$T/deep.fxt" >"$T/deep.folded"
+"$ZXS" report -f folded --no-process-frame "$T/deep.fxt" >"$T/deep.folded"
 check "200 calls deep: the stacks are marked [truncated]" grep -q '^\[truncated\];' "$T/deep.folded"
 check "200 calls deep: and counted on stderr" grep -qE 'stacks? cut at the stack copy or 128 frames' "$T/deep.err"
 # Frames are PCs: calls inlined at one (labelled "(inlined)") are not among the 128.

@@ -1,5 +1,6 @@
 // Fuzzes the trace reader into a profile (zxs_profile_from_trace): the recorder's alert events
-// and their breakdown arguments, threads' task-runtime arguments, module markup, kernel symbols.
+// and their breakdown arguments, threads' task-runtime arguments, module markup, kernel symbols,
+// JIT symbols (perf map lines).
 // Whatever the bytes, the reader answers ZX_OK with a consistent profile or an error status with
 // nothing left allocated (LeakSanitizer checks the second).
 #include <stdint.h>
@@ -28,6 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         known = p.threads[t].tid == p.samples[i].tid && p.threads[t].pid == p.samples[i].pid;
       }
       FUZZ_CHECK(known);  // every sample's thread has an entry
+    }
+    for (size_t i = 0; i < p.location_count; i++) {  // names are whole strings (ASan reads them)
+      FUZZ_CHECK(p.locations[i].function == NULL || strlen(p.locations[i].function) < SIZE_MAX);
     }
     zxs_profile_free(&p);
   } else {

@@ -227,6 +227,28 @@ static void trace_seeds(void) {
   for (size_t n = 1; n <= 8; n++) put_sample(&buf, 1000 * n, n * 8);
   write_seed("trace", "alert", buf.data, buf.len);
 
+  // JIT code names (for the alert target, which reads traces into profiles): a "jit-symbols"
+  // blob of perf map lines for the process, good, overlapping and malformed ones, and one for a
+  // process never described.
+  zxs_fxt_buf_reset(&buf);
+  must(zxs_fxt_write_magic(&buf), "magic");
+  must(zxs_fxt_write_initialization(&buf, 1000000000u), "init");
+  must(zxs_fxt_write_kernel_object(&buf, &process, NULL, 0), "process");
+  must(zxs_fxt_write_kernel_object(&buf, &thread, &parent, 1), "thread");
+  static const char kJit[] =
+      "400000 20 JS:*hot /a.js:1\n400010 40 later wins\nzz 10 bad\n400080 0 zero\n"
+      "0x4000c0 0X10 prefixed\r\nffffffffffffff00 200 wraps\n400100 10";
+  zxs_fxt_large_blob_t jit = {.category = zxs_fxt_str_inline("zxsampler", 9),
+                              .name = zxs_fxt_str_inline("jit-symbols", 11),
+                              .thread = {.process_koid = 42},
+                              .payload = {kJit, sizeof(kJit) - 1}};
+  must(zxs_fxt_write_large_blob(&buf, &jit, NULL, 0), "jit-symbols");
+  jit.thread.process_koid = 43;
+  jit.payload = (zxs_fxt_bytes_t){"1 1 x\n", 6};
+  must(zxs_fxt_write_large_blob(&buf, &jit, NULL, 0), "jit-symbols of another process");
+  for (size_t n = 1; n <= 8; n++) put_sample(&buf, 1000 * n, n * 2);
+  write_seed("alert", "jit-symbols", buf.data, buf.len);
+
   // References to table entries never defined.
   zxs_fxt_buf_reset(&buf);
   must(zxs_fxt_write_magic(&buf), "magic");

@@ -22,6 +22,9 @@
 #include "protobuf_writer.h"
 #include "test_export_fixture.h"
 
+// The fixture's process (pid 100) after an exec: a new process object, koid pid | 1 << 32.
+#define EXEC_KOID (100ull | (1ull << 32))
+
 // --- Capturing output -------------------------------------------------------------------------
 
 typedef zx_status_t (*export_fn)(const zxs_profile_t* profile, uint32_t flags, FILE* out);
@@ -632,6 +635,36 @@ static uint8_t* gunzip(const uint8_t* in, size_t in_size, size_t* out_size) {
   return out;
 }
 
+// The profile's process (a selection's, here the exec'd cc1plus, not the g++ that started it)
+// names the pprof profile: its modules' mappings come first (pprof's `File:`), the comment
+// gives its pid, not its koid.
+static void test_pprof_names_own_process(void** state) {
+  (void)state;
+  zxs_profile_t p;
+  fixture_profile(&p);
+  zxs_profile_process_t processes[] = {
+      {.koid = 100, .pid = 100, .name = "g++", .module_first = 0, .module_count = 1},
+      {.koid = EXEC_KOID, .pid = 100, .name = "cc1plus", .module_first = 1, .module_count = 2}};
+  p.processes = processes;
+  p.process_count = 2;
+  p.pid = EXEC_KOID;
+  p.process_name = "cc1plus";
+  uint8_t* data;
+  size_t size;
+  assert_int_equal(zxs_export_pprof_encode(&p, &data, &size), ZX_OK);
+  dec_profile_t d;
+  decode_profile(data, size, &d);
+  check_references(&d);
+  assert_int_equal(d.mapping_count, 3);
+  assert_int_equal(d.mappings[0].id, 2);
+  assert_string_equal(dstr(&d, d.mappings[0].filename), "/lib/libfoo.so");
+  assert_int_equal(d.mappings[2].id, 1);
+  assert_int_equal(d.comment_count, 1);
+  assert_string_equal(dstr(&d, d.comments[0]), "process cc1plus (pid 100)");
+  free_decoded(&d);
+  free(data);
+}
+
 static void test_pprof_gzip(void** state) {
   (void)state;
   zxs_profile_t p;
@@ -738,6 +771,114 @@ static void test_folded_same_thread_names(void** state) {
   free(text);
   text = export_to_memory(folded_fn, &p, ZXS_EXPORT_THREAD_ROOT_TID, NULL);
   assert_string_equal(text, "pool-101;leaf<a&b> 1\npool-102;leaf<a&b> 1\n");
+  free(text);
+}
+
+// A process tree: sh, then xz by exec (same pid, another koid), another xz and a process
+// without a name, each sampled in main -> leaf.
+static zxs_profile_process_t tree_processes[] = {{.koid = 100, .pid = 100, .name = "sh"},
+                                                 {.koid = EXEC_KOID, .pid = 100, .name = "xz"},
+                                                 {.koid = 200, .pid = 200, .name = "xz"},
+                                                 {.koid = 300, .pid = 300, .name = ""}};
+static uint32_t tree_frames[] = {L_LEAF, L_MAIN};
+static zxs_profile_sample_t tree_samples[] = {{.pid = 100, .tid = 101, .depth = 2},
+                                              {.pid = EXEC_KOID, .tid = 101, .depth = 2},
+                                              {.pid = 200, .tid = 102, .depth = 2},
+                                              {.pid = 300, .tid = 103, .depth = 2}};
+
+static void tree_profile(zxs_profile_t* p) {
+  fixture_profile(p);
+  p->processes = tree_processes;
+  p->process_count = 4;
+  p->samples = tree_samples;
+  p->sample_count = 4;
+  p->frames = tree_frames;
+  p->frame_count = 2;
+}
+
+// ZXS_EXPORT_PROCESS_ROOT: programs stay apart, one program's processes merge; outside the
+// thread root.
+static void test_folded_process_root(void** state) {
+  (void)state;
+  zxs_profile_t p;
+  tree_profile(&p);
+  char* text = export_to_memory(folded_fn, &p, 0, NULL);
+  assert_string_equal(text, "main;leaf<a&b> 4\n");
+  free(text);
+  text = export_to_memory(folded_fn, &p, ZXS_EXPORT_PROCESS_ROOT, NULL);
+  assert_string_equal(text,
+                      "process-300;main;leaf<a&b> 1\n"
+                      "sh;main;leaf<a&b> 1\n"
+                      "xz;main;leaf<a&b> 2\n");
+  free(text);
+  text = export_to_memory(folded_fn, &p, ZXS_EXPORT_PROCESS_ROOT | ZXS_EXPORT_THREAD_ROOT, NULL);
+  assert_string_equal(text,
+                      "process-300;thread-103;main;leaf<a&b> 1\n"
+                      "sh;main;main;leaf<a&b> 1\n"
+                      "xz;main;main;leaf<a&b> 1\n"
+                      "xz;worker:1 ;main;leaf<a&b> 1\n");
+  free(text);
+  text = export_to_memory(flamegraph_fn, &p, ZXS_EXPORT_PROCESS_ROOT, NULL);
+  assert_int_equal(count_occurrences(text, "<title>xz (2 samples, 50.00%)</title>"), 1);
+  assert_int_equal(count_occurrences(text, "<title>sh (1 sample, 25.00%)</title>"), 1);
+  assert_int_equal(count_occurrences(text, "<title>main ("), 3);  // one per program
+  free(text);
+}
+
+// A launcher that sampled nothing (sh, forking xz): the header names it, the process list says
+// whose samples these are.
+static void test_top_lists_the_one_sampled_process(void** state) {
+  (void)state;
+  zxs_profile_t p;
+  tree_profile(&p);
+  zxs_profile_process_t processes[] = {{.koid = 100, .pid = 100, .name = "sh"},
+                                       {.koid = 200, .pid = 200, .name = "xz", .samples = 1}};
+  zxs_profile_sample_t samples[] = {{.pid = 200, .tid = 102, .depth = 2}};
+  p.processes = processes;
+  p.process_count = 2;
+  p.process_name = "sh";
+  p.samples = samples;
+  p.sample_count = 1;
+  char* text = export_to_memory(top_fn, &p, 0, NULL);
+  assert_non_null(strstr(text, "Process: sh (pid 100)\n"));
+  assert_non_null(strstr(text, "Processes: 1\n         1 100.00%  xz (pid 200)\n"));
+  free(text);
+  processes[0].samples = 1;  // the header's process is the one sampled: no list
+  samples[0].pid = 100;
+  processes[1].samples = 0;
+  text = export_to_memory(top_fn, &p, 0, NULL);
+  assert_null(strstr(text, "Processes:"));
+  free(text);
+}
+
+// Kernel frames are marked as perf marks them: "_[k]" in folded stacks, " [k]" in top.
+static void test_kernel_frames_marked(void** state) {
+  (void)state;
+  zxs_profile_t p;
+  fixture_profile(&p);
+  zxs_profile_location_t locations[L_COUNT + 2];
+  memcpy(locations, fixture_locations, sizeof(fixture_locations));
+  locations[L_COUNT] = (zxs_profile_location_t){
+      .address = 0xffffffff81000010ull, .module = -1, .function = "do_syscall_64"};
+  locations[L_COUNT + 1] = (zxs_profile_location_t){.address = 0xffffffff81000020ull,
+                                                    .is_return_address = true,
+                                                    .module = -1,
+                                                    .function = "entry_SYSCALL_64"};
+  uint32_t frames[] = {L_COUNT, L_COUNT + 1, L_MAIN};
+  zxs_profile_sample_t samples[] = {{.pid = 100, .tid = 101, .depth = 3}};
+  p.locations = locations;
+  p.location_count = L_COUNT + 2;
+  p.frames = frames;
+  p.frame_count = 3;
+  p.samples = samples;
+  p.sample_count = 1;
+  char* text = export_to_memory(folded_fn, &p, 0, NULL);
+  assert_string_equal(text, "main;entry_SYSCALL_64_[k];do_syscall_64_[k] 1\n");
+  free(text);
+  text = export_to_memory(top_fn, &p, 0, NULL);
+  assert_non_null(strstr(text, "       1  100.00%        1  100.00%  do_syscall_64 [k]\n"));
+  assert_non_null(strstr(text, "  entry_SYSCALL_64 [k]\n"));
+  assert_non_null(strstr(text, "  main\n"));
   free(text);
 }
 
@@ -1363,10 +1504,14 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_protobuf_writer),
       cmocka_unit_test(test_pprof_fixture),
+      cmocka_unit_test(test_pprof_names_own_process),
       cmocka_unit_test(test_pprof_gzip),
       cmocka_unit_test(test_pprof_empty_and_unknown_period),
       cmocka_unit_test(test_folded),
       cmocka_unit_test(test_folded_same_thread_names),
+      cmocka_unit_test(test_folded_process_root),
+      cmocka_unit_test(test_kernel_frames_marked),
+      cmocka_unit_test(test_top_lists_the_one_sampled_process),
       cmocka_unit_test(test_flamegraph),
       cmocka_unit_test(test_flamegraph_labels_and_utf8),
       cmocka_unit_test(test_markup),

@@ -1,5 +1,6 @@
 // Where a followed thread's fault and lock time fell (runtime_pairs_linux.h's history): an
-// interval's share, buckets reused as time goes on, faults apart from contentions.
+// interval's share, buckets reused as time goes on, faults apart from contentions, and each
+// fault's edge (its cost outside the timed pair) counted before it but never twice.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,11 +78,25 @@ static void test_old_buckets_are_reused(void** state) {
   assert_int_equal(faults_between(0, later + BUCKET), (int64_t)(BUCKET / 4));
 }
 
+static void test_fault_edge_never_overlaps(void** state) {
+  (void)state;
+  g_pairs.fault_edge_ns = (int64_t)(BUCKET / 2);
+  fault(10 * BUCKET, 11 * BUCKET);  // its edge: the half bucket before it
+  assert_int_equal(g_pairs.page_fault_ns, (int64_t)(BUCKET + BUCKET / 2));
+  assert_int_equal(faults_between(9 * BUCKET, 10 * BUCKET - 1), (int64_t)(BUCKET / 2));
+  // The next fault begins a quarter bucket after: its edge only reaches back to that end.
+  fault(11 * BUCKET + BUCKET / 4, 12 * BUCKET);
+  assert_int_equal(g_pairs.page_fault_ns, (int64_t)(2 * BUCKET + BUCKET / 2));
+  assert_int_equal(faults_between(0, 20 * BUCKET), g_pairs.page_fault_ns);
+  assert_int_equal(g_pairs.faults, 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_interval_share, setup, teardown),
       cmocka_unit_test_setup_teardown(test_faults_apart_from_locks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_old_buckets_are_reused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fault_edge_never_overlaps, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

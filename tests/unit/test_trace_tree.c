@@ -128,6 +128,9 @@ static void test_select(void** state) {
   assert_int_equal(zxs_profile_select(&p, 0, "prog"), 3);  // both images named prog
   assert_int_equal(p.processes[1].samples, 2);
   assert_int_equal(p.processes[2].samples, 1);
+  // The profile is now named after the first process kept, not the tree's first (sh).
+  assert_string_equal(p.process_name, "prog");
+  assert_int_equal(p.pid, EXEC_KOID);
   zxs_profile_free(&p);
   assert_int_equal(zxs_profile_from_trace(buf.data, buf.len, &p, NULL, 0), ZX_OK);
   assert_int_equal(zxs_profile_select(&p, CHILD, "sh"), 0);

@@ -1,11 +1,20 @@
 // The sampler calls on Fuchsia: the kernel's zx_sampler_*, passed through with their statuses.
 // What the library adds is the debug resource the program hands it (the profiler API needs one)
 // and the config_size check of the five-parameter form.
+//
+// Two published revisions of the kernel's sampler exist (meson detects which the SDK has and
+// sets ZXS_FUCHSIA_SAMPLER_ATTACH): "attach" (zx_sampler_attach selects threads; the session's
+// samples are read by mapping its IOBuffer's per-CPU regions) and "read" (no attach: the
+// session samples every thread of the system; zx_sampler_read copies the records out).
 #include <pthread.h>
 #include <zxsampler/sampler.h>
 
 #include "zircon_syscalls.h"
 #include "zxs_config.h"
+
+// What meson found agrees with the layout the SDK's header gives (Fuchsia is LP64 only).
+_Static_assert(sizeof(zx_sampler_config_t) == (ZXS_FUCHSIA_SAMPLER_DISCIPLINE ? 24 : 16),
+               "zx_sampler_config_t is not the detected revision's");
 
 static pthread_mutex_t g_resource_lock = PTHREAD_MUTEX_INITIALIZER;
 static zx_handle_t g_debug_resource = ZX_HANDLE_INVALID;
@@ -48,7 +57,15 @@ zx_status_t zxs_sampler_create(zx_handle_t rsrc, uint64_t options,
 }
 
 zx_status_t zxs_sampler_attach(zx_handle_t iob, zx_handle_t thread) {
+#if ZXS_FUCHSIA_SAMPLER_ATTACH
   return zxs_sampler_compiled_in() ? zx_sampler_attach(iob, thread) : ZX_ERR_NOT_SUPPORTED;
+#else
+  // The "read" revision selects no thread: its kernel samples them all. Saying ZX_OK would
+  // promise a selection the kernel does not make.
+  (void)iob;
+  (void)thread;
+  return ZX_ERR_NOT_SUPPORTED;
+#endif
 }
 
 zx_status_t zxs_sampler_start(zx_handle_t iob) {

@@ -1,13 +1,15 @@
 // The Fuchsia system calls the thin backend makes (internal).
 //
 // Built for Fuchsia (__Fuchsia__) the headers are the system's: the vDSO's calls, the sampler's
-// from <zircon/syscalls-next.h>, thrd_get_zx_handle() from the C library. Built for a Linux host
-// against the Fuchsia double (tests/fuchsia_double/, the tests' stand-in for the kernel), and
-// for the compile check of scripts/check-fuchsia-compile.sh, they are tests/fuchsia_sysroot/'s
-// declarations, with Fuchsia's prototypes.
+// from <zircon/syscalls-next.h> or <zircon/syscalls.h> (by revision: zxs_config.h's
+// ZXS_FUCHSIA_SAMPLER_ATTACH, which meson detects), thrd_get_zx_handle() from the C library. Built
+// for a Linux host against the Fuchsia double (tests/fuchsia_double/, the tests' stand-in for the
+// kernel), and for the compile check of scripts/check-fuchsia-compile.sh, they are
+// tests/fuchsia_sysroot/'s declarations, with Fuchsia's prototypes.
 #ifndef ZXSAMPLER_SRC_BACKEND_FUCHSIA_ZIRCON_SYSCALLS_H_
 #define ZXSAMPLER_SRC_BACKEND_FUCHSIA_ZIRCON_SYSCALLS_H_
 
+#include <assert.h>  // static_assert for <zircon/syscalls-next.h> in C before C23
 #include <pthread.h>
 #include <threads.h>
 #include <zircon/process.h>

@@ -135,9 +135,16 @@ void zxs_rt_pairs_fault_begin(zxs_rt_pairs_t* p, uint64_t time) {
 void zxs_rt_pairs_fault_end(zxs_rt_pairs_t* p, uint64_t time) {
   if (!in_order(p, time)) return;
   if (p->fault_begin != 0) {
-    p->page_fault_ns += (int64_t)(time - p->fault_begin);
+    // The edge goes before the begin event (the exception's entry), never back past the
+    // previous fault's end: faults are never counted twice, so their sum stays within the
+    // time they happened in however rough the estimate.
+    const uint64_t edge = p->fault_edge_ns > 0 ? (uint64_t)p->fault_edge_ns : 0;
+    uint64_t begin = p->fault_begin > edge ? p->fault_begin - edge : 0;
+    if (begin < p->last_fault_end) begin = p->last_fault_end;
+    p->page_fault_ns += (int64_t)(time - begin);
     p->faults++;
-    history_add(p->history, true, p->fault_begin, time);
+    p->last_fault_end = time;
+    history_add(p->history, true, begin, time);
   }
   p->fault_begin = 0;
 }

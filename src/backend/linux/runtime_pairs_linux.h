@@ -47,14 +47,17 @@ void zxs_rt_history_between(const zxs_rt_history_t* h, uint64_t since, uint64_t 
 
 // The pairing state and totals of one thread.
 typedef struct zxs_rt_pairs {
-  uint64_t last_time;    // of the last record fed
-  uint64_t fault_begin;  // time of an open fault; 0: none
-  uint64_t lock_begin;   // time of an open contention; 0: none
+  uint64_t last_time;       // of the last record fed
+  uint64_t fault_begin;     // time of an open fault; 0: none
+  uint64_t last_fault_end;  // of the last fault counted
+  uint64_t lock_begin;      // time of an open contention; 0: none
   uint64_t lock_addr;
   int64_t page_fault_ns;
   int64_t lock_contention_ns;
   uint64_t faults;
   uint64_t contentions;
+  // Added to each fault: the part of its cost outside the timed pair (zxs_rt_fault_edge_ns()).
+  int64_t fault_edge_ns;
   zxs_rt_history_t* history;  // NULL: totals only; else each pair also goes there (owned)
 } zxs_rt_pairs_t;
 

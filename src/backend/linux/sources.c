@@ -4,8 +4,10 @@
 // cheapest); perf task-clock with a signal when that cannot be had for a thread (its ring cannot
 // be mapped: the locked-memory limit); the CPU-clock timer when perf is unavailable
 // (perf_event_paranoid 3+, seccomp, no CONFIG_PERF_EVENTS) or the thread's event cannot be
-// opened or routed. ZXSAMPLER_SOURCE=perf-ring|perf|cputimer forces one source (no
-// fallback), for tests and benchmarks.
+// opened or routed. ZXSAMPLER_SOURCE=perf-ring|perf|cputimer starts a thread at that source
+// instead (for tests and benchmarks); one it cannot have falls back to the sources below it, as
+// the automatic choice does, and counts it (source_failures), so that no attach fails while a
+// source can still take the thread.
 //
 // Periods: each perf source is never armed below its own throttle floor (throttle.c: perf-ring's
 // measured on the ring path, perf's on the signal path), and each raise is counted; the timer
@@ -41,9 +43,9 @@ static uint32_t next_gen(void) {
 
 typedef enum source_mode {
   SOURCE_AUTO = 0,  // perf-ring, else perf, else the CPU-clock timer
-  SOURCE_RING,      // perf with the kernel's stack walk only
-  SOURCE_PERF,      // perf with a signal to the thread only
-  SOURCE_CPUTIMER,  // CPU-clock timer only
+  SOURCE_RING,      // perf-ring first, whether or not the probe found it usable
+  SOURCE_PERF,      // the signal source first (not perf-ring), else the CPU-clock timer
+  SOURCE_CPUTIMER,  // the CPU-clock timer only
 } source_mode_t;
 
 // ZXSAMPLER_SOURCE=perf-ring|perf|cputimer (anything else, or unset: auto). Read at each arm.
@@ -137,7 +139,7 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
   }
   const source_mode_t mode = source_mode();
   bool throttled = false;
-  // Each perf source in order of preference; a forced one gets no fallback.
+  // Each perf source in order of preference; a forced one is where the order starts.
   static const struct {
     source_mode_t mode;
     int kind;
@@ -154,10 +156,9 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
       {SOURCE_PERF, ZXS_SOURCE_PERF_TASK_CLOCK, zxs_linux_perf_arm, zxs_linux_perf_available,
        one_fd, 1},
   };
-  for (size_t i = 0; i < sizeof(kPerf) / sizeof(kPerf[0]); i++) {
-    if (mode != kPerf[i].mode && (mode != SOURCE_AUTO || !kPerf[i].available())) {
-      continue;
-    }
+  const size_t first = mode == SOURCE_PERF ? 1 : mode == SOURCE_CPUTIMER ? 2 : 0;
+  for (size_t i = first; i < sizeof(kPerf) / sizeof(kPerf[0]); i++) {
+    if (mode != kPerf[i].mode && !kPerf[i].available()) continue;
     // A program that replaced our handler would receive our signals: refuse to arm them.
     if (kPerf[i].kind != ZXS_SOURCE_PERF_RING && (status = zxs_linux_signal_check()) != ZX_OK) {
       return status;
@@ -175,11 +176,10 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
       }
       atomic_fetch_sub(&g_source_fds, fds);
     }
-    if (mode != SOURCE_AUTO || status == ZX_ERR_BAD_STATE) {
-      return status == ZX_ERR_NOT_SUPPORTED ? ZX_ERR_NO_RESOURCES : status;
-    }
+    if (status == ZX_ERR_BAD_STATE) return status;
     // perf works in this process but not so for this thread (the descriptor budget or limit,
-    // fd beyond the routing table, locked-memory limit for the ring): fall back, and say so.
+    // fd beyond the routing table, locked-memory limit for the ring), or a forced source is
+    // not to be had: fall back, and say so.
     atomic_fetch_add(&slot->source_failures, 1);
   }
   if ((status = zxs_linux_signal_check()) != ZX_OK) {

@@ -1,7 +1,11 @@
 // Stand-in for Fuchsia's <zircon/process.h>: the handles a process is born with.
 #ifndef ZXS_SYSROOT_ZIRCON_PROCESS_H_
 #define ZXS_SYSROOT_ZIRCON_PROCESS_H_
-#include <zxsampler/types.h>
+#if defined(__Fuchsia__)
+#include <zircon/types.h>  // a Fuchsia target: the SDK's names only
+#else
+#include <zxsampler/types.h>  // the double's host: the library's
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif

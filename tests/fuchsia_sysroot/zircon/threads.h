@@ -3,7 +3,11 @@
 #ifndef ZXS_SYSROOT_ZIRCON_THREADS_H_
 #define ZXS_SYSROOT_ZIRCON_THREADS_H_
 #include <threads.h>
-#include <zxsampler/types.h>
+#if defined(__Fuchsia__)
+#include <zircon/types.h>  // a Fuchsia target: the SDK's names only
+#else
+#include <zxsampler/types.h>  // the double's host: the library's
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif

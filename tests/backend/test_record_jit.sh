@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# `zxsampler record` names JIT code from the files JITs write for perf, read at record time:
+#   - jit_target (our own tiny JIT): its function named in /tmp/perf-PID.map and the one named in
+#     its jitdump file (found through the mapping of the dump) are each one row, in top, folded,
+#     SVG and pprof, after the program and its perf map are gone;
+#   - a perf map that is a symbolic link is refused;
+#   - node --perf-basic-prof (where node is installed; CI installs Debian's nodejs): the hot JS
+#     function is one named row, and nearly every sample in code outside the modules is named.
+#
+#   test_record_jit.sh ZXSAMPLER JIT_TARGET
+set -u
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 ZXSAMPLER JIT_TARGET" >&2
+  exit 2
+fi
+ZXS=$(realpath "$1")  # (node runs in another directory)
+TARGET=$2
+
+# shellcheck source=check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
+
+# Rows of `report` (top) that name $2 in $1.
+rows_naming() { grep -cF -- "$2" "$1"; }
+# Samples of folded stacks whose leaf is $2.
+leaf_samples() { awk -v name="$2" '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); if (f[k] == name) s += n } END { print s + 0 }' "$1"; }
+
+# --- 1. Our own JIT: a perf map and a jitdump -------------------------------------------------
+
+"$TARGET" "$T" 0 >"$T/probe.out"
+if [ $? -eq 77 ]; then
+  echo "SKIP: jit_target has no code for this architecture"
+  exit 77
+fi
+rm -f "/tmp/perf-$(head -n 1 "$T/probe.out").map"
+
+"$ZXS" record -o "$T/jit.fxt" -- "$TARGET" "$T" 2 >"$T/jit.out" 2>"$T/jit.err"
+status=$?
+check "record of jit_target exits 0 ($(tr '\n' ' ' <"$T/jit.err"))" [ $status -eq 0 ]
+pid=$(head -n 1 "$T/jit.out")
+check "jit_target wrote its perf map" [ -f "/tmp/perf-$pid.map" ]
+check "jit_target wrote its jitdump" [ -f "$T/jit-$pid.dump" ]
+# The names live in the trace: the files may go.
+rm -f "/tmp/perf-$pid.map" "$T/jit-$pid.dump"
+
+"$ZXS" report "$T/jit.fxt" >"$T/jit.txt" 2>&1
+"$ZXS" report -f folded -o "$T/jit.folded" "$T/jit.fxt"
+"$ZXS" report -f svg -o "$T/jit.svg" "$T/jit.fxt"
+"$ZXS" report -f pprof -o "$T/jit.pb.gz" "$T/jit.fxt"
+for name in hot_jit_perfmap hot_jit_dump; do
+  check "top: $name is one row ($(rows_naming "$T/jit.txt" "$name") rows)" \
+    [ "$(rows_naming "$T/jit.txt" "$name")" -eq 1 ]
+  check "folded: $name is a leaf of samples ($(leaf_samples "$T/jit.folded" "$name"))" \
+    [ "$(leaf_samples "$T/jit.folded" "$name")" -ge 50 ]
+  check "svg: $name is named" grep -qF "$name" "$T/jit.svg"
+  if command -v go >/dev/null 2>&1; then
+    go tool pprof -top "$T/jit.pb.gz" >"$T/jit.pprof.txt" 2>&1
+    check "pprof: $name is one row" [ "$(rows_naming "$T/jit.pprof.txt" "$name")" -eq 1 ]
+  fi
+done
+# The JIT's samples are named: few leaves are bare addresses.
+bare=$(awk '{ sub(/ [0-9]+$/, "", $0); n = split($0, f, ";"); if (f[n] ~ /^0x[0-9a-f]+$/) c++ } END { print c + 0 }' "$T/jit.folded")
+check "folded: at most 2 stacks end in a bare address ($bare)" [ "$bare" -le 2 ]
+
+# --- 2. A perf map that is a symbolic link is not read ----------------------------------------
+
+"$ZXS" record -o "$T/link.fxt" -- "$TARGET" "$T" 1 symlink >"$T/link.out" 2>"$T/link.err"
+status=$?
+check "record of jit_target (symlink) exits 0" [ $status -eq 0 ]
+pid=$(head -n 1 "$T/link.out")
+rm -f "/tmp/perf-$pid.map" "$T/jit-$pid.dump" "$T/real.map"
+"$ZXS" report "$T/link.fxt" >"$T/link.txt" 2>&1
+check "a symlinked perf map is refused" [ "$(rows_naming "$T/link.txt" hot_jit_perfmap)" -eq 0 ]
+check "the jitdump is still read" [ "$(rows_naming "$T/link.txt" hot_jit_dump)" -eq 1 ]
+
+# --- 3. node --perf-basic-prof ----------------------------------------------------------------
+
+if command -v node >/dev/null 2>&1; then
+  cat >"$T/hot.js" <<'EOF'
+function hotFunction(n) {
+  let s = 0;
+  for (let i = 0; i < n; i++) s = (s + i * i) % 1000003;
+  return s;
+}
+let total = 0;
+const end = Date.now() + 1500;
+while (Date.now() < end) total += hotFunction(100000);
+console.log(total > 0 ? "ok" : "no");
+EOF
+  # (node writes a V8 log into its working directory: $T.)
+  (cd "$T" && "$ZXS" record -o "$T/node.fxt" -- node --perf-basic-prof "$T/hot.js" >"$T/node.out" 2>"$T/node.err")
+  status=$?
+  check "record of node exits 0 ($(tr '\n' ' ' <"$T/node.err"))" [ $status -eq 0 ]
+  "$ZXS" report "$T/node.fxt" >"$T/node.txt" 2>&1
+  pid=$(sed -nE 's/^Process: .*\(pid ([0-9]+)\).*/\1/p' "$T/node.txt" | head -n 1)
+  rm -f "/tmp/perf-$pid.map"
+  "$ZXS" report -f folded -o "$T/node.folded" "$T/node.fxt"
+  # node 18 writes "LazyCompile:*hotFunction FILE:LINE", newer ones "JS:*hotFunction ...".
+  check "top: hotFunction is one row ($(grep -c 'hotFunction' "$T/node.txt") rows)" \
+    [ "$(grep -c ':[*~^]*hotFunction ' "$T/node.txt")" -eq 1 ]
+  # Leaves outside every module: named JIT code, or a bare address.
+  read -r named bare < <(awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";");
+      if (f[k] ~ /^(JS|LazyCompile|Function|Builtin|BytecodeHandler|Stub|RegExp|Eval|Script|Handler):/) j += n;
+      else if (f[k] ~ /^0x[0-9a-f]+$/) b += n } END { print j + 0, b + 0 }' "$T/node.folded")
+  echo "node: $named samples in named JIT code, $bare at bare addresses"
+  check "node: most JIT samples are named ($named named, $bare bare)" \
+    [ "$named" -ge 100 ] && [ $((named * 10)) -ge $(((named + bare) * 9)) ]
+else
+  echo "node not installed: its part skipped"
+fi
+
+finish
