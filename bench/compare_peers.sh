@@ -31,7 +31,8 @@
 #                 callchain (record with the kernel's user call chain: `perf record -g`'s kernel
 #                 side); floor-none runs it unarmed
 #   zxs-record-*  zxsampler record --user-only --period 1000 (1000 samples/s per thread) or
-#                 --period 250 (4000/s): out of process, per-CPU rings drained by zxsampler
+#                 --period 250 (4000/s): out of process, per-CPU rings drained by zxsampler;
+#                 zxs-record-fp-* the same with --unwind fp (against perf-*)
 #   zxs-*         the library in process (libzxsampler-preload.so preloaded by hand, as
 #                 `zxsampler record` did before it sampled from outside), period 1000 or 250 us,
 #                 ZXSAMPLER_SOURCE=perf-ring (the default), perf (signal) or cputimer
@@ -97,6 +98,8 @@ CONFIGS=(
   "floor-callchain-4000|floor:callchain:250|4000"
   "zxs-record-1000|record:1000|1000"
   "zxs-record-4000|record:250|4000"
+  "zxs-record-fp-1000|recordfp:1000|1000"
+  "zxs-record-fp-4000|recordfp:250|4000"
   "zxs-ring-1000|zxs:perf-ring:1000|1000"
   "zxs-ring-4000|zxs:perf-ring:250|4000"
   "zxs-perf-1000|zxs:perf:1000|1000"
@@ -178,6 +181,8 @@ run_one() {
           env_args+=("LD_PRELOAD=$preload")
           cmd=("$PW" $WORK_ARGS) ;;
     record) cmd=("$ZXS" record -q --user-only -o "$prof" --period "$rest" -- "$PW" $WORK_ARGS) ;;
+    recordfp) cmd=("$ZXS" record -q --user-only --unwind fp -o "$prof" --period "$rest" -- "$PW" \
+                   $WORK_ARGS) ;;
     gperf) env_args=("LD_PRELOAD=$LIBPROFILER" "CPUPROFILE=$prof" "CPUPROFILE_FREQUENCY=${rest#*:}")
            [[ ${rest%%:*} == 1 ]] && env_args+=("CPUPROFILE_REALTIME=1")
            cmd=("$PW" $WORK_ARGS) ;;
@@ -199,7 +204,7 @@ run_one() {
   expected=$(python3 -c "print(round($cpu * $rate))")
   case $kind in
     floor) samples=$(sed -n 's/.* events=\([0-9]*\).*/\1/p' <<<"$line") ;;
-    zxs|zxsv|record) samples=$(count_samples zxs "$prof") ;;
+    zxs|zxsv|record|recordfp) samples=$(count_samples zxs "$prof") ;;
     perf | perfdwarf) samples=$(count_samples perf "$prof") ;;
     gperf) samples=$(count_samples gperf "$prof")
            [[ ${rest%%:*} == 1 ]] && expected=$(python3 -c "print(round($wall * $rate))") ;;

@@ -15,10 +15,11 @@ set -euo pipefail
 # memcheck stress test) and linux-perf (perfmon's counts checked against `perf stat`; the
 # benchmarks compare with `perf record`); setpriv (util-linux) runs record's unprivileged
 # checks and ps (procps) reads process groups in its process-tree test; nodejs (node
-# --perf-basic-prof) is the JIT whose perf map record's JIT test reads.
+# --perf-basic-prof) is the JIT whose perf map record's JIT test reads; rustc builds the Rust
+# program whose names (demangled) and inline frames record's Rust test checks.
 packages=(build-essential g++ clang clang-format pkg-config meson ninja-build libcmocka-dev zlib1g-dev
           libunwind-dev libdw-dev golang-go libxml2-utils llvm-16 spin debuginfod lld-14 libclang-rt-14-dev
-          libc6-dev-arm64-cross lld llvm valgrind linux-perf util-linux procps nodejs)
+          libc6-dev-arm64-cross lld llvm valgrind linux-perf util-linux procps nodejs rustc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

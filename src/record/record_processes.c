@@ -321,8 +321,10 @@ static zxs_cfi_space_t* process_space(record_processes_t* s, process_t* p) {
   zxs_cfi_mapping_t* mappings = malloc((p->map_count + 1) * sizeof(*mappings));
   if (mappings == NULL) return NULL;
   for (size_t i = 0; i < p->map_count; i++) {
-    mappings[i] = (zxs_cfi_mapping_t){
-        .path = p->maps[i].path, .start = p->maps[i].start, .pgoff = p->maps[i].pgoff};
+    mappings[i] = (zxs_cfi_mapping_t){.path = p->maps[i].path,
+                                      .start = p->maps[i].start,
+                                      .pgoff = p->maps[i].pgoff,
+                                      .len = p->maps[i].len};
   }
   p->cfi = zxs_cfi_space_new(s->unwinder, mappings, p->map_count);
   p->cfi_maps = p->map_count;
@@ -908,7 +910,7 @@ static zxs_fxt_str_ref_t str(const char* s) { return zxs_fxt_str_inline(s, strle
 // What the trace needs of one module file, read once for every process that mapped it.
 typedef struct module_file {
   char* path;
-  bool ok;  // an ELF file with a build ID
+  bool ok;  // an ELF file; its module ID (build ID, else derived: modules.h)
   uint8_t build_id[ZXS_BUILD_ID_MAX];
   size_t build_id_size;
   zxs_segment_t* segments;
@@ -948,7 +950,7 @@ static const module_file_t* module_file(module_files_t* cache, const char* path)
   } else {
     opened = zxs_elf_open(path, &elf);
   }
-  if (opened == ZX_OK && zxs_elf_build_id(elf, &id, &f->build_id_size) == ZX_OK &&
+  if (opened == ZX_OK && zxs_elf_module_id(elf, &id, &f->build_id_size) == ZX_OK &&
       zxs_elf_load_segments(elf, &segs, &f->segment_count) == ZX_OK && f->segment_count > 0 &&
       (f->segments = malloc(f->segment_count * sizeof(*segs))) != NULL) {
     memcpy(f->build_id, id, f->build_id_size);
@@ -977,17 +979,76 @@ static const zxs_segment_t* segment_at(const module_file_t* f, uint64_t pgoff) {
   return NULL;
 }
 
+// The segment holding file offset `pgoff`: a mapping starts at the page of p_offset or inside.
+static const zxs_segment_t* segment_holding(const module_file_t* f, uint64_t pgoff) {
+  for (size_t k = 0; k < f->segment_count; k++) {
+    const zxs_segment_t* seg = &f->segments[k];
+    if ((seg->offset & ~(uint64_t)4095) <= pgoff && pgoff - seg->offset < seg->memsz) return seg;
+  }
+  return NULL;
+}
+
+// Appends a module of file `f` (a copy of its ID and `count` segments) at `load_bias`.
+static zx_status_t append_module(zxs_module_list_t* out, const module_file_t* f, const char* path,
+                                 zxs_module_kind_t kind, uint64_t load_bias,
+                                 const zxs_segment_t* segments, size_t count) {
+  zxs_module_t* grown = realloc(out->modules, (out->count + 1) * sizeof(*grown));
+  if (grown != NULL) out->modules = grown;
+  zxs_segment_t* copy = malloc(count * sizeof(*copy));
+  char* name = strdup(path);
+  if (grown == NULL || copy == NULL || name == NULL) {
+    free(copy);
+    free(name);
+    return ZX_ERR_NO_MEMORY;
+  }
+  memcpy(copy, segments, count * sizeof(*copy));
+  zxs_module_t* mod = &out->modules[out->count++];
+  *mod = (zxs_module_t){.path = name,
+                        .kind = kind,
+                        .build_id_size = f->build_id_size,
+                        .load_bias = load_bias,
+                        .segments = copy,
+                        .segment_count = count};
+  memcpy(mod->build_id, f->build_id, f->build_id_size);
+  return ZX_OK;
+}
+
+// A mapping of file `f` away from where the module `mod` of the file has that offset (code
+// mapped again, as node maps V8's builtins next to its JIT code) becomes a module of its own:
+// one segment named from the mapping's file offset (address -> offset -> ELF address by the
+// PT_LOAD holding the offset).
+static zx_status_t add_remapped(zxs_module_list_t* out, size_t mod, const module_file_t* f,
+                                const mapping_t* m) {
+  const zxs_segment_t* seg = segment_holding(f, m->pgoff);
+  if (seg == NULL) return ZX_OK;
+  const uint64_t vaddr = seg->vaddr + (m->pgoff - seg->offset);  // wraps back for pgoff < offset
+  if (out->modules[mod].load_bias + vaddr == m->start) return ZX_OK;
+  for (size_t k = mod + 1; k < out->count; k++) {
+    if (out->modules[k].load_bias + out->modules[k].segments[0].vaddr == m->start) return ZX_OK;
+  }
+  const uint64_t segment_left = seg->offset + seg->memsz - m->pgoff;  // no bytes past the segment
+  const zxs_segment_t piece = {.vaddr = vaddr,
+                               .memsz = m->len < segment_left ? m->len : segment_left,
+                               .offset = m->pgoff,
+                               .flags = ((m->prot & PROT_READ) ? ZXS_SEGMENT_R : 0) |
+                                        ((m->prot & PROT_WRITE) ? ZXS_SEGMENT_W : 0) |
+                                        ((m->prot & PROT_EXEC) ? ZXS_SEGMENT_X : 0)};
+  return append_module(out, f, m->path, ZXS_MODULE_SHARED, m->start - vaddr, &piece, 1);
+}
+
 // Module list of one process from its executable mappings: each file's PT_LOAD segments, placed
-// by the mapping of the lowest file offset (load bias = start + p_offset - pgoff - p_vaddr).
-// A file replaced since it was mapped (another build ID) is left out rather than misnamed.
+// by the mapping of the lowest file offset (load bias = start + p_offset - pgoff - p_vaddr),
+// then one module per mapping of the file elsewhere (add_remapped). A file replaced since it
+// was mapped (another build ID) is left out rather than misnamed.
 static zx_status_t process_modules(const process_t* p, module_files_t* cache,
                                    zxs_module_list_t* out) {
   memset(out, 0, sizeof(*out));
-  for (size_t i = 0; i < p->map_count; i++) {
+  zx_status_t status = ZX_OK;
+  for (size_t i = 0; i < p->map_count && status == ZX_OK; i++) {
     const mapping_t* m = &p->maps[i];
     bool seen = false;
-    for (size_t k = 0; k < out->count && !seen; k++) {
-      seen = strcmp(out->modules[k].path, m->path) == 0;
+    for (size_t k = 0; k < i && !seen; k++) {
+      seen = strcmp(p->maps[k].path, m->path) == 0;
     }
     if (seen) continue;
     const mapping_t* first = m;  // the file's lowest mapping (the order of mmap calls varies)
@@ -1004,28 +1065,18 @@ static zx_status_t process_modules(const process_t* p, module_files_t* cache,
                             memcmp(f->build_id, first->build_id, f->build_id_size) != 0))) {
       continue;
     }
-    zxs_module_t* grown = realloc(out->modules, (out->count + 1) * sizeof(*grown));
-    if (grown != NULL) out->modules = grown;
-    zxs_segment_t* copy = malloc(f->segment_count * sizeof(*copy));
-    char* path = strdup(m->path);
-    if (grown == NULL || copy == NULL || path == NULL) {
-      free(copy);
-      free(path);
-      return ZX_ERR_NO_MEMORY;
+    const size_t mod = out->count;
+    status = append_module(out, f, m->path,
+                           strcmp(m->path, ZXS_TRACE_VDSO_PATH) == 0 ? ZXS_MODULE_VDSO
+                           : mod == 0                                ? ZXS_MODULE_MAIN
+                                                                     : ZXS_MODULE_SHARED,
+                           first->start + anchor->offset - first->pgoff - anchor->vaddr,
+                           f->segments, f->segment_count);
+    for (size_t j = i; j < p->map_count && status == ZX_OK; j++) {
+      if (strcmp(p->maps[j].path, m->path) == 0) status = add_remapped(out, mod, f, &p->maps[j]);
     }
-    memcpy(copy, f->segments, f->segment_count * sizeof(*copy));
-    zxs_module_t* mod = &out->modules[out->count++];
-    *mod = (zxs_module_t){.path = path,
-                          .kind = strcmp(path, ZXS_TRACE_VDSO_PATH) == 0 ? ZXS_MODULE_VDSO
-                                  : out->count == 1                      ? ZXS_MODULE_MAIN
-                                                                         : ZXS_MODULE_SHARED,
-                          .build_id_size = f->build_id_size,
-                          .load_bias = first->start + anchor->offset - first->pgoff - anchor->vaddr,
-                          .segments = copy,
-                          .segment_count = f->segment_count};
-    memcpy(mod->build_id, f->build_id, f->build_id_size);
   }
-  return ZX_OK;
+  return status;
 }
 
 static zx_status_t write_process_modules(zxs_fxt_buf_t* buf, const process_t* p,

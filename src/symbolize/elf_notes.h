@@ -13,10 +13,21 @@ typedef enum zxs_elf_byte_order {
   ZXS_ELF_HOST_ORDER = 1,  // notes mapped in this process
 } zxs_elf_byte_order_t;
 
-// Looks for the GNU build ID (type NT_GNU_BUILD_ID, name "GNU") in `size` bytes of notes aligned
-// to `align` (8 for 8; anything else is taken as 4). True when found, with *id pointing into
-// `notes` and *id_size its length (which may be 0 or too long to use: callers decide); false
-// when the notes hold none or are malformed before it. Reads nothing outside `notes`. Pure.
+// The notes that identify a build.
+typedef enum zxs_elf_id_note {
+  ZXS_ELF_NOTE_GNU_BUILD_ID = 0,  // name "GNU", type NT_GNU_BUILD_ID (3): the GNU build ID
+  ZXS_ELF_NOTE_GO_BUILD_ID = 1,   // name "Go", type 4 (.note.go.buildid): Go's build ID string
+} zxs_elf_id_note_t;
+
+// Looks for the note `which` in `size` bytes of notes aligned to `align` (8 for 8; anything
+// else is taken as 4). True when found, with *desc pointing into `notes` and *desc_size its
+// length (which may be 0 or too long to use: callers decide); false when the notes hold none or
+// are malformed before it. Reads nothing outside `notes`. Pure.
+bool zxs_elf_notes_find(const uint8_t* notes, uint64_t size, uint64_t align,
+                        zxs_elf_byte_order_t order, zxs_elf_id_note_t which, const uint8_t** desc,
+                        size_t* desc_size);
+
+// zxs_elf_notes_find() of the GNU build ID.
 bool zxs_elf_notes_build_id(const uint8_t* notes, uint64_t size, uint64_t align,
                             zxs_elf_byte_order_t order, const uint8_t** id, size_t* id_size);
 

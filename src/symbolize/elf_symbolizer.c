@@ -68,6 +68,8 @@
 // How many preceding symbols a lookup tries when the nearest one ends before the address
 // (symbols nested in a larger one, e.g. a local label symbol inside a function).
 #define MAX_ENCLOSING_STEPS 16u
+// Nesting of scopes (namespaces, subprograms, blocks, inlined calls) followed to an address.
+#define MAX_SCOPE_DEPTH 64
 
 typedef struct sym_entry {
   uint64_t address;
@@ -83,6 +85,8 @@ struct zxs_elf {
   char* path;  // NULL for memory images
   uint8_t build_id[ZXS_BUILD_ID_MAX];
   size_t build_id_size;
+  uint8_t derived_id[ZXS_DERIVED_ID_SIZE];  // the module ID where there is no build ID
+  bool has_derived_id;
   zxs_segment_t* segments;  // PT_LOAD segments, in program-header order
   size_t segment_count;
   bool has_symtab;  // a .symtab (not only .dynsym)
@@ -188,8 +192,10 @@ static zx_status_t read_alloc(const reader_t* r, uint64_t offset, uint64_t len, 
   return ZX_OK;
 }
 
-static zx_status_t read_build_id(zxs_elf_t* elf, const reader_t* r, uint64_t offset, uint64_t size,
-                                 uint64_t align, bool* found) {
+// Looks for the note `which` in the notes at [offset, offset + size): the GNU build ID is kept,
+// Go's build ID becomes the derived ID (modules.h).
+static zx_status_t read_id_note(zxs_elf_t* elf, const reader_t* r, uint64_t offset, uint64_t size,
+                                uint64_t align, zxs_elf_id_note_t which, bool* found) {
   if (size > MAX_NOTE_READ) {
     size = MAX_NOTE_READ;
   }
@@ -198,12 +204,16 @@ static zx_status_t read_build_id(zxs_elf_t* elf, const reader_t* r, uint64_t off
   if (status != ZX_OK) {
     return status;
   }
-  const uint8_t* id = NULL;
-  size_t id_size = 0;
-  *found = zxs_elf_notes_build_id(notes, size, align, ZXS_ELF_LITTLE_ENDIAN, &id, &id_size);
-  if (*found && id_size > 0 && id_size <= sizeof(elf->build_id)) {
-    memcpy(elf->build_id, id, id_size);
-    elf->build_id_size = id_size;
+  const uint8_t* desc = NULL;
+  size_t desc_size = 0;
+  *found = zxs_elf_notes_find(notes, size, align, ZXS_ELF_LITTLE_ENDIAN, which, &desc, &desc_size);
+  if (*found && which == ZXS_ELF_NOTE_GNU_BUILD_ID && desc_size > 0 &&
+      desc_size <= sizeof(elf->build_id)) {
+    memcpy(elf->build_id, desc, desc_size);
+    elf->build_id_size = desc_size;
+  } else if (*found && which == ZXS_ELF_NOTE_GO_BUILD_ID && desc_size > 0) {
+    zxs_derived_id(ZXS_ID_FROM_GO_BUILD_ID, desc, desc_size, elf->derived_id);
+    elf->has_derived_id = true;
   }
   free(notes);
   return ZX_OK;
@@ -562,24 +572,64 @@ static zx_status_t add_load_segments(zxs_elf_t* elf, const uint8_t* phdrs, uint6
   return ZX_OK;
 }
 
-// Build ID: loaded notes first (what the running module has), then note sections.
-static zx_status_t find_build_id(zxs_elf_t* elf, const reader_t* r, const uint8_t* phdrs,
-                                 uint64_t phnum, const section_t* sections, uint64_t shnum) {
+// The note `which`: loaded notes first (what the running module has), then note sections.
+static zx_status_t find_id_note(zxs_elf_t* elf, const reader_t* r, const uint8_t* phdrs,
+                                uint64_t phnum, const section_t* sections, uint64_t shnum,
+                                zxs_elf_id_note_t which) {
   bool found = false;
   zx_status_t status = ZX_OK;
   for (uint64_t i = 0; status == ZX_OK && !found && i < phnum; i++) {
     const uint8_t* p = phdrs + i * E_PHDR_SIZE;
     if (le32(p) == E_PT_NOTE) {
-      status = read_build_id(elf, r, le64(p + 8), le64(p + 32), le64(p + 48), &found);
+      status = read_id_note(elf, r, le64(p + 8), le64(p + 32), le64(p + 48), which, &found);
     }
   }
   for (uint64_t i = 1; status == ZX_OK && !found && i < shnum; i++) {
     if (sections[i].type == E_SHT_NOTE) {
-      status = read_build_id(elf, r, sections[i].offset, sections[i].size, sections[i].addralign,
-                             &found);
+      status = read_id_note(elf, r, sections[i].offset, sections[i].size, sections[i].addralign,
+                            which, &found);
     }
   }
   return status;
+}
+
+// The GNU build ID, else (a Go binary) Go's build ID.
+static zx_status_t find_build_id(zxs_elf_t* elf, const reader_t* r, const uint8_t* phdrs,
+                                 uint64_t phnum, const section_t* sections, uint64_t shnum) {
+  zx_status_t status =
+      find_id_note(elf, r, phdrs, phnum, sections, shnum, ZXS_ELF_NOTE_GNU_BUILD_ID);
+  if (status == ZX_OK && elf->build_id_size == 0) {
+    status = find_id_note(elf, r, phdrs, phnum, sections, shnum, ZXS_ELF_NOTE_GO_BUILD_ID);
+  }
+  return status;
+}
+
+// The derived ID of a whole image (modules.h): every byte, read in chunks.
+static zx_status_t hash_image(const reader_t* r, uint8_t id[ZXS_DERIVED_ID_SIZE]) {
+  zxs_id_hash_t hash;
+  zxs_id_hash_init(&hash, ZXS_ID_FROM_FILE);
+  if (r->mem != NULL) {
+    zxs_id_hash_add(&hash, r->mem, (size_t)r->size);
+  } else {
+    enum { CHUNK = 1 << 16 };
+    uint8_t* chunk = malloc(CHUNK);
+    if (chunk == NULL) {
+      return ZX_ERR_NO_MEMORY;
+    }
+    for (uint64_t at = 0; at < r->size;) {
+      const size_t n = r->size - at < CHUNK ? (size_t)(r->size - at) : CHUNK;
+      zx_status_t status = read_at(r, at, chunk, n);
+      if (status != ZX_OK) {
+        free(chunk);
+        return status;
+      }
+      zxs_id_hash_add(&hash, chunk, n);
+      at += n;
+    }
+    free(chunk);
+  }
+  zxs_id_hash_finish(&hash, id);
+  return ZX_OK;
 }
 
 // Symbols from .symtab and .dynsym; the debug link of a file without .symtab.
@@ -843,6 +893,10 @@ static zx_status_t open_image(const reader_t* r, const char* path, zxs_elf_t** o
     memcpy(elf->path, path, n);
   }
   zx_status_t status = parse(elf, r);
+  if (status == ZX_OK && elf->build_id_size == 0 && !elf->has_derived_id) {
+    status = hash_image(r, elf->derived_id);  // the file itself is its ID
+    elf->has_derived_id = status == ZX_OK;
+  }
   if (status != ZX_OK) {
     zxs_elf_close(elf);
     return status;
@@ -909,7 +963,8 @@ static zx_status_t adopt_debug_symbols(zxs_elf_t* elf, const char* path) {
   return ZX_OK;
 }
 
-zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out) {
+// zxs_elf_open() without looking for a separate debug file.
+static zx_status_t open_file(const char* path, zxs_elf_t** out) {
   if (path == NULL || out == NULL) {
     return ZX_ERR_INVALID_ARGS;
   }
@@ -941,6 +996,11 @@ zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out) {
     status = open_image(&r, path, out);
   }
   close(fd);
+  return status;
+}
+
+zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out) {
+  zx_status_t status = open_file(path, out);
   if (status == ZX_OK && !(*out)->has_symtab) {
     status = adopt_debug_symbols(*out, path);
   }
@@ -969,6 +1029,32 @@ zx_status_t zxs_elf_build_id(const zxs_elf_t* elf, const uint8_t** id, size_t* s
   *id = elf->build_id;
   *size = elf->build_id_size;
   return ZX_OK;
+}
+
+zx_status_t zxs_elf_module_id(const zxs_elf_t* elf, const uint8_t** id, size_t* size) {
+  if (elf == NULL || id == NULL || size == NULL) {
+    return ZX_ERR_INVALID_ARGS;
+  }
+  if (elf->build_id_size > 0) {
+    return zxs_elf_build_id(elf, id, size);
+  }
+  *id = elf->derived_id;
+  *size = sizeof(elf->derived_id);
+  return ZX_OK;
+}
+
+zx_status_t zxs_elf_file_id(const char* path, uint8_t id[ZXS_BUILD_ID_MAX], size_t* size) {
+  zxs_elf_t* elf = NULL;
+  const uint8_t* found = NULL;
+  zx_status_t status = open_file(path, &elf);  // (no debug file: nothing fetched in process)
+  if (status == ZX_OK) {
+    status = zxs_elf_module_id(elf, &found, size);
+  }
+  if (status == ZX_OK) {
+    memcpy(id, found, *size);
+  }
+  zxs_elf_close(elf);
+  return status;
 }
 
 zx_status_t zxs_elf_load_segments(const zxs_elf_t* elf, const zxs_segment_t** segments,
@@ -1139,6 +1225,50 @@ static void call_site(Dwarf_Die* die, const char** file, uint32_t* line, uint32_
   }
 }
 
+// DIEs that hold no code themselves but may hold functions that do: Rust (LLVM) nests its
+// subprograms in namespaces (`rust_target::{impl#0}`) and types, where C and C++ compilers put
+// them at the unit's top level. libdw's dwarf_getscopes never looks inside a DIE without
+// addresses, so it found no scope at all in Rust units: no inline frames.
+static bool may_hold_code(int tag) {
+  switch (tag) {
+    case DW_TAG_namespace:
+    case DW_TAG_module:
+    case DW_TAG_structure_type:
+    case DW_TAG_class_type:
+    case DW_TAG_union_type:
+    case DW_TAG_interface_type:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Fills `scopes` from index `depth` with the DIEs under `parent` whose addresses hold `pc`,
+// outermost first (the subprogram, then lexical blocks and inlined calls); returns the new
+// depth. With `into_containers`, DIEs without addresses that may hold code are searched too,
+// `nesting` of them deep.
+static int find_scopes(Dwarf_Die* parent, Dwarf_Addr pc, bool into_containers, Dwarf_Die* scopes,
+                       int depth, int nesting) {
+  Dwarf_Die child;
+  if (depth >= MAX_SCOPE_DEPTH || nesting >= MAX_SCOPE_DEPTH || dwarf_child(parent, &child) != 0) {
+    return depth;
+  }
+  do {
+    if (dwarf_hasattr(&child, DW_AT_low_pc) || dwarf_hasattr(&child, DW_AT_ranges)) {
+      if (dwarf_haspc(&child, pc) > 0) {
+        scopes[depth] = child;
+        return find_scopes(&scopes[depth], pc, into_containers, scopes, depth + 1, nesting);
+      }
+    } else if (into_containers && may_hold_code(dwarf_tag(&child)) && dwarf_haschildren(&child)) {
+      int found = find_scopes(&child, pc, into_containers, scopes, depth, nesting + 1);
+      if (found > depth) {
+        return found;
+      }
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return depth;
+}
+
 // Appends one inline frame to the handle's buffer; false when out of memory (the chain is then
 // dropped whole: a partial one would give the outer function a callee's line).
 static bool push_inline_frame(zxs_elf_t* elf, size_t count, const zxs_elf_inline_frame_t* frame) {
@@ -1175,28 +1305,25 @@ static void lookup_dwarf(zxs_elf_t* elf, uint64_t probe, uint64_t address, bool 
       out->column = column > 0 ? (uint32_t)column : 0;
     }
   }
-  Dwarf_Die* scopes = NULL;
-  int n = dwarf_getscopes(cu, dwfl_addr - cu_bias, &scopes);
-  // Innermost first: inlined calls (DW_TAG_inlined_subroutine, maybe within lexical blocks),
-  // then the subprogram the code physically belongs to. Past an inlined call, libdw's scopes
-  // go on with the callee's abstract definition, so the call's own parents are asked for
-  // (dwarf_getscopes_die). Each frame takes the line the frame inside it was called from; the
-  // innermost keeps the line table's.
+  Dwarf_Die scopes[MAX_SCOPE_DEPTH];
+  // C and C++ units keep their code at the top level: look there first, at the cost
+  // dwarf_getscopes had; inside namespaces and types (Rust) only when that finds nothing.
+  int n = find_scopes(cu, dwfl_addr - cu_bias, false, scopes, 0, 0);
+  if (n == 0) {
+    n = find_scopes(cu, dwfl_addr - cu_bias, true, scopes, 0, 0);
+  }
+  // Innermost last: the subprogram the code physically belongs to, then lexical blocks and
+  // inlined calls (DW_TAG_inlined_subroutine) nested in it. Each inline frame takes the line
+  // the frame inside it was called from; the innermost keeps the line table's.
   size_t count = 0;
   bool complete = true;
   zxs_elf_inline_frame_t here = {.file = out->file, .line = out->line, .column = out->column};
-  for (int i = 0; i < n; i++) {
+  for (int i = n - 1; i >= 0; i--) {
     int tag = dwarf_tag(&scopes[i]);
     if (tag == DW_TAG_inlined_subroutine) {
       here.name = die_function_name(&scopes[i]);
       complete = complete && push_inline_frame(elf, count++, &here);
       call_site(&scopes[i], &here.file, &here.line, &here.column);
-      Dwarf_Die* parents = NULL;
-      int parent_count = dwarf_getscopes_die(&scopes[i], &parents);
-      free(scopes);
-      scopes = parents;
-      n = parent_count;
-      i = 0;  // parents[0] is the call itself
       continue;
     }
     if (tag != DW_TAG_subprogram) {
@@ -1221,7 +1348,6 @@ static void lookup_dwarf(zxs_elf_t* elf, uint64_t probe, uint64_t address, bool 
     }
     break;
   }
-  free(scopes);
 }
 
 #endif  // ZXS_ELF_USE_LIBDW

@@ -86,6 +86,17 @@ void zxs_elf_close(zxs_elf_t* elf);
 // ZX_ERR_INVALID_ARGS.
 zx_status_t zxs_elf_build_id(const zxs_elf_t* elf, const uint8_t** id, size_t* size);
 
+// The ID that names the module in traces (modules.h): the GNU build ID (Mach-O: LC_UUID) where
+// there is one, else the derived ID (ZXS_DERIVED_ID_SIZE bytes) of the Go build ID note, else of
+// the file's bytes (hashed when the file is opened). *id points into the handle. Returns ZX_OK
+// or ZX_ERR_INVALID_ARGS.
+zx_status_t zxs_elf_module_id(const zxs_elf_t* elf, const uint8_t** id, size_t* size);
+
+// zxs_elf_module_id() of the file at `path`, copied into `id` (for a module captured in process:
+// no separate debug file is looked for, nothing is fetched). Statuses of zxs_elf_open().
+// Thread-safe.
+zx_status_t zxs_elf_file_id(const char* path, uint8_t id[ZXS_BUILD_ID_MAX], size_t* size);
+
 // The file's PT_LOAD segments, in program-header order (*segments points into the handle; NULL
 // with *count 0 when there are none). Returns ZX_OK or ZX_ERR_INVALID_ARGS.
 zx_status_t zxs_elf_load_segments(const zxs_elf_t* elf, const zxs_segment_t** segments,

@@ -143,3 +143,40 @@ zx_status_t zxs_build_id_to_hex(const uint8_t* id, size_t size, char* buf, size_
   buf[2 * size] = '\0';
   return ZX_OK;
 }
+
+#define FNV64_OFFSET_BASIS 0xcbf29ce484222325ull
+#define FNV64_PRIME 0x100000001b3ull
+
+void zxs_id_hash_init(zxs_id_hash_t* hash, zxs_id_source_t source) {
+  // Lane 1 starts from the basis with the source mixed in twice, so the lanes differ.
+  hash->lanes[0] = (FNV64_OFFSET_BASIS ^ (uint64_t)source) * FNV64_PRIME;
+  hash->lanes[1] = (hash->lanes[0] ^ 0xff) * FNV64_PRIME;
+}
+
+void zxs_id_hash_add(zxs_id_hash_t* hash, const void* data, size_t size) {
+  const uint8_t* bytes = data;
+  uint64_t a = hash->lanes[0];
+  uint64_t b = hash->lanes[1];
+  for (size_t i = 0; i < size; i++) {
+    a = (a ^ bytes[i]) * FNV64_PRIME;
+    b = (b ^ (uint8_t)~bytes[i]) * FNV64_PRIME;  // the complement: b is not a shifted a
+  }
+  hash->lanes[0] = a;
+  hash->lanes[1] = b;
+}
+
+void zxs_id_hash_finish(const zxs_id_hash_t* hash, uint8_t id[ZXS_DERIVED_ID_SIZE]) {
+  for (size_t lane = 0; lane < 2; lane++) {
+    for (size_t i = 0; i < 8; i++) {  // big-endian: the hex reads as the two numbers
+      id[8 * lane + i] = (uint8_t)(hash->lanes[lane] >> (56 - 8 * i));
+    }
+  }
+}
+
+void zxs_derived_id(zxs_id_source_t source, const void* data, size_t size,
+                    uint8_t id[ZXS_DERIVED_ID_SIZE]) {
+  zxs_id_hash_t hash;
+  zxs_id_hash_init(&hash, source);
+  zxs_id_hash_add(&hash, data, size);
+  zxs_id_hash_finish(&hash, id);
+}

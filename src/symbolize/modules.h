@@ -40,11 +40,39 @@ typedef struct zxs_segment {
   uint32_t flags;   // ZXS_SEGMENT_R | ZXS_SEGMENT_W | ZXS_SEGMENT_X
 } zxs_segment_t;
 
+// Modules without a GNU build ID still need an ID: the trace names modules by it (symbolizer
+// markup's {{{module}}} requires one) and the reader checks it against the file it opens. Such a
+// module's ID is made from what identifies its build: a Go binary's Go build ID note
+// (.note.go.buildid, which `go build` writes from the binary's content hash), else the whole
+// file's bytes (a file that changes in any byte gets another ID; a copy elsewhere keeps it,
+// which a path or mtime would not). The ID is two 64-bit FNV-1a hashes of those bytes, each lane
+// seeded with the source, 16 bytes; ELF and Mach-O files alike.
+#define ZXS_DERIVED_ID_SIZE 16
+
+typedef enum zxs_id_source {
+  ZXS_ID_FROM_GO_BUILD_ID = 1,  // the descriptor of the note named "Go", type 4
+  ZXS_ID_FROM_FILE = 2,         // every byte of the file (or of an in-memory image)
+} zxs_id_source_t;
+
+typedef struct zxs_id_hash {
+  uint64_t lanes[2];
+} zxs_id_hash_t;
+
+// Starts, extends (bytes in order; any split) and ends a derived ID. Pure, thread-safe.
+void zxs_id_hash_init(zxs_id_hash_t* hash, zxs_id_source_t source);
+void zxs_id_hash_add(zxs_id_hash_t* hash, const void* data, size_t size);
+void zxs_id_hash_finish(const zxs_id_hash_t* hash, uint8_t id[ZXS_DERIVED_ID_SIZE]);
+
+// The three above over `size` bytes at `data`. Pure, thread-safe.
+void zxs_derived_id(zxs_id_source_t source, const void* data, size_t size,
+                    uint8_t id[ZXS_DERIVED_ID_SIZE]);
+
 typedef struct zxs_module {
   char* path;  // as the loader names it, /proc/self/exe's target for the main executable,
                // "[vdso]" for the vDSO; never NULL after capture ("" if unknown)
   zxs_module_kind_t kind;
-  uint8_t build_id[ZXS_BUILD_ID_MAX];  // GNU build ID (NT_GNU_BUILD_ID descriptor bytes)
+  uint8_t build_id[ZXS_BUILD_ID_MAX];  // GNU build ID (NT_GNU_BUILD_ID descriptor bytes), else
+                                       // a derived ID (ZXS_DERIVED_ID_SIZE bytes, see above)
   size_t build_id_size;                // 0 if the module has none
   uint64_t load_bias;                  // runtime address - file address (dlpi_addr)
   zxs_segment_t* segments;             // PT_LOAD segments, in program-header order

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "elf_notes.h"
+#include "elf_symbolizer.h"
 #include "modules.h"
 #include "process_facts.h"
 
@@ -128,26 +129,36 @@ static bool mapped_readable(const zxs_module_t* m, uint64_t vaddr, uint64_t mems
 }
 
 // A Mach-O image's build ID is its LC_UUID. An ELF image's notes are read in place, but only where
-// they lie inside a readable PT_LOAD segment: a PT_NOTE outside any mapping would fault.
+// they lie inside a readable PT_LOAD segment: a PT_NOTE outside any mapping would fault. No GNU
+// build ID: a Go binary's build ID note gives the derived ID (modules.h).
 static void read_build_id_in_place(const zxs_prim_module_t* module, zxs_module_t* m) {
   if (module->uuid != NULL) {  // a Mach-O image: its LC_UUID is its build ID
     memcpy(m->build_id, module->uuid, 16);
     m->build_id_size = 16;
     return;
   }
-  for (size_t i = 0; i < module->phdr_count && m->build_id_size == 0; i++) {
-    const zxs_prim_phdr_t* ph = &module->phdrs[i];
-    if (ph->type != ZXS_PRIM_PT_NOTE || ph->memsz == 0 ||
-        !mapped_readable(m, ph->vaddr, ph->memsz)) {
-      continue;
-    }
-    const uint8_t* id;
-    size_t id_size;
-    if (zxs_elf_notes_build_id((const uint8_t*)(uintptr_t)(module->load_bias + ph->vaddr),
-                               ph->memsz, ph->align, ZXS_ELF_HOST_ORDER, &id, &id_size) &&
-        id_size > 0 && id_size <= ZXS_BUILD_ID_MAX) {
-      memcpy(m->build_id, id, id_size);
-      m->build_id_size = id_size;
+  static const zxs_elf_id_note_t kNotes[] = {ZXS_ELF_NOTE_GNU_BUILD_ID, ZXS_ELF_NOTE_GO_BUILD_ID};
+  for (size_t n = 0; n < sizeof(kNotes) / sizeof(kNotes[0]) && m->build_id_size == 0; n++) {
+    for (size_t i = 0; i < module->phdr_count && m->build_id_size == 0; i++) {
+      const zxs_prim_phdr_t* ph = &module->phdrs[i];
+      if (ph->type != ZXS_PRIM_PT_NOTE || ph->memsz == 0 ||
+          !mapped_readable(m, ph->vaddr, ph->memsz)) {
+        continue;
+      }
+      const uint8_t* id;
+      size_t id_size;
+      if (!zxs_elf_notes_find((const uint8_t*)(uintptr_t)(module->load_bias + ph->vaddr), ph->memsz,
+                              ph->align, ZXS_ELF_HOST_ORDER, kNotes[n], &id, &id_size) ||
+          id_size == 0) {
+        continue;
+      }
+      if (kNotes[n] == ZXS_ELF_NOTE_GO_BUILD_ID) {
+        zxs_derived_id(ZXS_ID_FROM_GO_BUILD_ID, id, id_size, m->build_id);
+        m->build_id_size = ZXS_DERIVED_ID_SIZE;
+      } else if (id_size <= ZXS_BUILD_ID_MAX) {
+        memcpy(m->build_id, id, id_size);
+        m->build_id_size = id_size;
+      }
     }
   }
 }
@@ -193,6 +204,11 @@ zx_status_t zxs_modules_capture(zxs_module_list_t* out) {
         free(m->path);
         m->path = path;
       }
+    }
+    // No ID in memory: the file's bytes are its ID (read here, outside the loader's lock).
+    if (status == ZX_OK && m->build_id_size == 0 && m->kind != ZXS_MODULE_VDSO &&
+        m->path[0] == '/' && zxs_elf_file_id(m->path, m->build_id, &m->build_id_size) != ZX_OK) {
+      m->build_id_size = 0;
     }
   }
   if (status == ZX_OK) {

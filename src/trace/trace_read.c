@@ -318,7 +318,7 @@ static zx_status_t add_sample(builder_t* b, const zxs_fxt_record_t* rec) {
 
 // --- Symbolization ----------------------------------------------------------------------------
 
-// Opens each module's file once; a module whose file is missing or whose build ID differs
+// Opens each module's file once; a module whose file is missing or whose ID differs
 // stays unsymbolized rather than being named wrongly.
 static zxs_elf_t* open_module(const zxs_module_t* m, const zxs_fxt_bytes_t* vdso) {
   zxs_elf_t* elf;
@@ -332,7 +332,7 @@ static zxs_elf_t* open_module(const zxs_module_t* m, const zxs_fxt_bytes_t* vdso
   const uint8_t* id;
   size_t id_size;
   if (m->build_id_size > 0 &&
-      (zxs_elf_build_id(elf, &id, &id_size) != ZX_OK || id_size != m->build_id_size ||
+      (zxs_elf_module_id(elf, &id, &id_size) != ZX_OK || id_size != m->build_id_size ||
        memcmp(id, m->build_id, id_size) != 0)) {
     zxs_elf_close(elf);
     return NULL;

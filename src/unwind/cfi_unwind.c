@@ -1039,7 +1039,12 @@ static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* p
                           int need_unwind_info, void* arg) {
   const zxs_cfi_space_t* s = arg;
   const space_module_t* m = find_module(s, ip);
-  if (m == NULL || m->file->hdr_vaddr == 0) return -UNW_ENOINFO;
+  // A remapped piece (add_remapped) does not hold its file's table: libunwind could not read it,
+  // and would end the walk there instead of guessing from the frame pointer.
+  if (m == NULL || m->file->hdr_vaddr == 0 || m->bias + m->file->hdr_vaddr < m->start ||
+      m->bias + m->file->hdr_vaddr >= m->end) {
+    return -UNW_ENOINFO;
+  }
   unw_dyn_info_t di;
   memset(&di, 0, sizeof(di));
   di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
@@ -1153,6 +1158,23 @@ static bool mapping_bias(const cfi_file_t* f, uint64_t start, uint64_t pgoff, ui
   return false;
 }
 
+// A mapping of `f` that starts inside a PT_LOAD segment (code mapped again elsewhere): a module
+// of the mapping's own bytes, biased by the segment holding its offset.
+static void add_remapped(zxs_cfi_space_t* s, const cfi_file_t* f, const zxs_cfi_mapping_t* m) {
+  for (size_t k = 0; k < f->load_count && m->len > 0; k++) {
+    const load_t* l = &f->loads[k];
+    if (m->pgoff > l->offset && m->pgoff - l->offset < l->filesz) {
+      const uint64_t bias = m->start + l->offset - m->pgoff - l->vaddr;
+      const uint64_t left = l->filesz - (m->pgoff - l->offset);
+      s->modules[s->count++] = (space_module_t){.file = f,
+                                                .bias = bias,
+                                                .start = m->start,
+                                                .end = m->start + (m->len < left ? m->len : left)};
+      return;
+    }
+  }
+}
+
 zxs_cfi_space_t* zxs_cfi_space_new(zxs_cfi_unwinder_t* u, const zxs_cfi_mapping_t* mappings,
                                    size_t count) {
   zxs_cfi_space_t* s = calloc(1, sizeof(*s));
@@ -1171,8 +1193,9 @@ zxs_cfi_space_t* zxs_cfi_space_new(zxs_cfi_unwinder_t* u, const zxs_cfi_mapping_
   for (size_t i = 0; i < count; i++) {
     const cfi_file_t* f = open_file(u, mappings[i].path);
     uint64_t bias;
-    if (f == NULL || f->data == NULL ||
-        !mapping_bias(f, mappings[i].start, mappings[i].pgoff, &bias)) {
+    if (f == NULL || f->data == NULL) continue;
+    if (!mapping_bias(f, mappings[i].start, mappings[i].pgoff, &bias)) {
+      add_remapped(s, f, &mappings[i]);
       continue;
     }
     bool known = false;  // a file's other mappings give the same module

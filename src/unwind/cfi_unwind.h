@@ -31,11 +31,13 @@ typedef struct zxs_cfi_regs {
 
 // A file mapping of the sampled process: `path` mapped at `start` from file offset `pgoff` (what
 // /proc/PID/maps and perf's MMAP2 records say). The module's load bias is found from the file's
-// program headers.
+// program headers. A mapping that starts inside a segment (code mapped again elsewhere, as node
+// maps V8's builtins) covers only its own `len` bytes (0: unknown, such a mapping is left out).
 typedef struct zxs_cfi_mapping {
   const char* path;
   uint64_t start;
   uint64_t pgoff;
+  uint64_t len;
 } zxs_cfi_mapping_t;
 
 typedef struct zxs_cfi_unwinder zxs_cfi_unwinder_t;

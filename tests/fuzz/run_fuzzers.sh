@@ -23,7 +23,8 @@ fi
 
 # target name -> corpus directory
 declare -A corpus_of=([region_reader]=region [trace_reader]=trace [sampler_api]=api
-                      [perfmon_reader]=perfmon [alert_reader]=alert [recorder_api]=recorder)
+                      [perfmon_reader]=perfmon [alert_reader]=alert [recorder_api]=recorder
+                      [demangle]=demangle)
 
 mkdir -p "$build/cfg"
 # The configuration header meson would generate (sampling compiled in, no libunwind, no libdw),
@@ -49,12 +50,12 @@ lib_sources=("$repo"/src/core/*.c "$repo"/src/perfmon/*.c "$repo/src/backend/fak
 feature_flags=(-I"$repo/src/trace" -I"$repo/src/symbolize" -I"$repo/src/util" -I"$repo/src/recorder"
                -DZXS_HAVE_CXA_DEMANGLE=0)
 feature_sources=("$repo"/src/trace/*.c "$repo"/src/symbolize/*.c)
-declare -A extra_of=([alert_reader]="" [recorder_api]="$repo/src/recorder/recorder.c")
+declare -A extra_of=([alert_reader]="" [recorder_api]="$repo/src/recorder/recorder.c" [demangle]="")
 
 if [[ "${1:-}" == "--seeds" ]]; then
   "$CC" "${common[@]}" -fsanitize=address,undefined "$here/make_seeds.c" "${lib_sources[@]}" \
     -lpthread -o "$build/make_seeds"
-  for d in region trace api perfmon alert recorder; do mkdir -p "$here/corpus/$d"; done
+  for d in region trace api perfmon alert recorder demangle; do mkdir -p "$here/corpus/$d"; done
   "$build/make_seeds" "$here/corpus"
   echo "seeds written under $here/corpus"
   exit 0
@@ -64,7 +65,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(region_reader trace_reader sampler_api perfmon_reader
-                                       alert_reader recorder_api)
+                                       alert_reader recorder_api demangle)
 
 for t in "${targets[@]}"; do
   [[ -n "${corpus_of[$t]:-}" ]] || { echo "unknown target: $t" >&2; exit 2; }

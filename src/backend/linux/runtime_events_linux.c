@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +48,8 @@
 // they stay small).
 #define RING_MIN_PAGES 2u
 
-static uint64_t g_scratch[65536 / 8];  // one record; callers serialize (the runtime's lock)
-static int64_t g_fault_edge_ns;        // zxs_rt_fault_edge_ns()
+static uint64_t g_scratch[65536 / 8];    // one record; callers serialize (the runtime's lock)
+static _Atomic int64_t g_fault_edge_ns;  // zxs_rt_fault_edge_ns()
 
 // --- Tracepoint ids and layouts: tracefs, looked up once (runtime_pairs_linux.c) -------------
 
@@ -154,7 +155,6 @@ void zxs_rt_events_init(zxs_rt_events_t* ev) {
 
 uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid, size_t ring_pages) {
   zxs_rt_events_init(ev);
-  ev->pairs.fault_edge_ns = g_fault_edge_ns;  // 0 until measured (and while measuring it)
   struct perf_event_attr attrs[ZXS_RT_EVENT_COUNT];
   sample_every_one(&attrs[ZXS_RT_FAULT_BEGIN], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
   sample_every_one(&attrs[ZXS_RT_FAULT_END_MIN], PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN);
@@ -241,12 +241,12 @@ static void calibrate_fault_edge(void) {
   if (n == 0) return;
   qsort(rounds, n, sizeof(rounds[0]), compare_ns);
   const int64_t median = rounds[n / 2];
-  g_fault_edge_ns = median <= EDGE_MAX_NS ? median : 0;
+  atomic_store(&g_fault_edge_ns, median <= EDGE_MAX_NS ? median : 0);
 }
 
 int64_t zxs_rt_fault_edge_ns(void) {
   pthread_once(&g_fault_edge_once, calibrate_fault_edge);
-  return g_fault_edge_ns;
+  return atomic_load(&g_fault_edge_ns);
 }
 
 // --- Pairing ------------------------------------------------------------------------------------
@@ -312,6 +312,7 @@ bool zxs_rt_events_running_ns(const zxs_rt_events_t* ev, int64_t* ns) {
 
 void zxs_rt_events_drain(zxs_rt_events_t* ev) {
   if (ev->ring == NULL) return;
+  ev->pairs.fault_edge_ns = atomic_load(&g_fault_edge_ns);  // 0 until measured
   zxs_linux_ring_read(ev->ring, ev->page, ev->data_size, g_scratch, on_record, ev);
 }
 

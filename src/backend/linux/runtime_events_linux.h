@@ -43,8 +43,9 @@ void zxs_rt_events_init(zxs_rt_events_t* ev);
 uint32_t zxs_rt_events_open(zxs_rt_events_t* ev, pid_t tid, size_t ring_pages);
 // The CPU time a page fault costs outside its timed pair (exception entry and exit, the end
 // record), measured on the calling thread at the first call (a few milliseconds: 1280 fresh
-// pages touched with the thread's fault events open); 0 when it cannot be measured. Events
-// opened after it was measured add it to each fault (zxs_rt_pairs_t.fault_edge_ns).
+// pages touched with the thread's fault events open); 0 when it cannot be measured. Callers
+// serialize with zxs_rt_events_drain(), which adds it to each fault it pairs once measured
+// (zxs_rt_pairs_t.fault_edge_ns).
 int64_t zxs_rt_fault_edge_ns(void);
 // Reads what the ring holds into the totals.
 void zxs_rt_events_drain(zxs_rt_events_t* ev);

@@ -30,7 +30,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,19 +221,15 @@ static void drain_exits_locked(void) {
   if (g_exits_fd >= 0) (void)zxs_linux_taskstats_drain(g_exits_fd, getpid(), on_exit_record, NULL);
 }
 
-static sem_t g_drainer_ready;  // posted once the drainer measured the fault edge
-static pthread_once_t g_drainer_ready_once = PTHREAD_ONCE_INIT;
-
-static void init_drainer_ready(void) { sem_init(&g_drainer_ready, 0, 0); }
-
 static void* drainer_main(void* unused) {
   (void)unused;
   prctl(PR_SET_NAME, "zxs-runtime", 0, 0, 0);
   zxs_linux_internal_thread_started();
-  // Measured here, before any thread's events open, so that every fault they time includes it,
-  // and on a library thread, so that none of the program's threads pays for it or samples it.
+  // Measured here, on a library thread, so that none of the program's threads pays for it or
+  // samples it; under the lock, as every drain is. Faults drained before it count without it.
+  pthread_mutex_lock(&g_lock);
   (void)zxs_rt_fault_edge_ns();
-  sem_post(&g_drainer_ready);
+  pthread_mutex_unlock(&g_lock);
   for (;;) {
     struct epoll_event events[16];
     const int n = epoll_wait(g_epoll, events, 16, -1);
@@ -291,7 +286,6 @@ static bool ensure_drainer_locked(void) {
     g_forked_child = false;
   }
   if (g_epoll >= 0) return true;
-  pthread_once(&g_drainer_ready_once, init_drainer_ready);
   g_epoll = epoll_create1(EPOLL_CLOEXEC);
   if (g_epoll < 0) return false;
   sigset_t all, old;
@@ -306,8 +300,6 @@ static bool ensure_drainer_locked(void) {
     return false;
   }
   pthread_detach(thread);
-  while (sem_wait(&g_drainer_ready) != 0 && errno == EINTR) {
-  }
   // Exit records from now on, when the kernel lets us (else queue times stay as last read).
   g_exits_fd = zxs_linux_taskstats_listen(getpid());
   if (g_exits_fd >= 0) {
