@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,8 @@
 #include <zxsampler/recorder.h>
 #include <zxsampler/zircon.h>
 
+#include "example_os.h"
+
 #define PERIOD ZX_MSEC(10)
 #define WORK ZX_MSEC(2)          // the mixer's own CPU time per period
 #define EXTRA_WORK ZX_MSEC(25)   // "work": more than two periods' worth
@@ -36,11 +37,7 @@
 #define MIXED_PER_PAGE 128u      // words the mixer writes in each fresh page
 #define HAMMERS 3
 
-static zx_time_t now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (zx_time_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static zx_time_t now(void) { return example_now_ns(); }
 
 static int64_t thread_cpu_ns(void) {
   struct timespec ts;
@@ -67,7 +64,7 @@ static __attribute__((noinline)) void mix_audio(void) { spin_cpu(WORK); }
 static __attribute__((noinline)) uint64_t* inject_page_faults(void) {
   uint64_t* p = mmap(NULL, FAULT_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return NULL;
-  madvise(p, FAULT_BYTES, MADV_NOHUGEPAGE);
+  example_no_huge_pages(p, FAULT_BYTES);
   uint64_t x = 1;
   for (size_t page = 0; page < FAULT_BYTES / sizeof(uint64_t); page += 4096 / sizeof(uint64_t)) {
     for (size_t i = 0; i < MIXED_PER_PAGE; i++) p[page + i] = x = x * 6364136223846793005u + i;
@@ -82,8 +79,7 @@ static atomic_ulong g_storm;  // munmaps the storm has done
 // One of the threads that storm the address space: each munmap of populated memory holds the
 // process's mmap lock while it tears the pages down.
 static void* hammer_address_space(void* arg) {
-  cpu_set_t* cpu = arg;
-  sched_setaffinity(0, sizeof(*cpu), cpu);
+  example_pin_to_cpu(*(const int*)arg);
   while (!atomic_load(&g_quit)) {
     if (!atomic_load(&g_hammer)) {
       struct timespec pause = {0, 200000};
@@ -91,8 +87,7 @@ static void* hammer_address_space(void* arg) {
       continue;
     }
     const size_t bytes = 8u << 20;
-    void* p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                   -1, 0);
+    void* p = example_map_populated(bytes);
     if (p != MAP_FAILED) munmap(p, bytes);
     atomic_fetch_add(&g_storm, 1);
   }
@@ -163,12 +158,6 @@ static int parse_kinds(const char* s) {
   return kinds;
 }
 
-static void sleep_until(zx_time_t t) {
-  const struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
-  }
-}
-
 // The injection of `period`: one kind every 25 periods (a quarter of a second apart, well
 // clear of the alert rate limit), cycling through those asked for; 0 for an ordinary period.
 static int injection_of(int period, int kinds) {
@@ -204,19 +193,18 @@ int main(int argc, char** argv) {
             strerror(errno));
     return 1;
   }
-  // The mixer on CPU 0, the storm on CPU 1 (a machine with one CPU runs them all there). A
-  // real-time priority, where we may, keeps other programs from making periods late.
-  cpu_set_t cpu0, cpu1;
-  CPU_ZERO(&cpu0);
-  CPU_SET(0, &cpu0);
-  CPU_ZERO(&cpu1);
-  CPU_SET(sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0, &cpu1);
+  // The mixer on CPU 0, the storm on CPU 1 (a machine with one CPU runs them all there; macOS
+  // pins nothing). A real-time priority, where we may, keeps other programs from making periods
+  // late.
+  static int storm_cpu;
+  storm_cpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0;
   pthread_t hammers[HAMMERS];
-  for (int i = 0; i < HAMMERS; i++) pthread_create(&hammers[i], NULL, hammer_address_space, &cpu1);
-  sched_setaffinity(0, sizeof(cpu0), &cpu0);
-  pthread_setname_np(pthread_self(), "mixer");
-  const struct sched_param fifo = {.sched_priority = 10};
-  const bool realtime = sched_setscheduler(0, SCHED_FIFO, &fifo) == 0;
+  for (int i = 0; i < HAMMERS; i++) {
+    pthread_create(&hammers[i], NULL, hammer_address_space, &storm_cpu);
+  }
+  example_pin_to_cpu(0);
+  example_name_thread("mixer");
+  const bool realtime = example_make_realtime(10);
 
   // Sampling every 250 us of the mixer's CPU time: a late period's few milliseconds of its own
   // work still hold enough samples to show where they went.
@@ -262,7 +250,7 @@ int main(int argc, char** argv) {
     }
     next += PERIOD;
     if (now() > next) next = now();  // late: the next period starts now
-    sleep_until(next);
+    example_sleep_until(next);
   }
   status = zxs_recorder_stop();
   atomic_store(&g_quit, true);

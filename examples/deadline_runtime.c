@@ -9,7 +9,6 @@
 //   deadline_runtime [periods]
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,17 +16,15 @@
 #include <time.h>
 #include <zxsampler/zircon.h>
 
+#include "example_os.h"
+
 #define PERIOD ZX_MSEC(10)
 #define WORK ZX_MSEC(2)  // the task's own CPU time per period
 #define ALL_FIELDS                                                                              \
   (ZXS_TASK_RUNTIME_CPU_TIME | ZXS_TASK_RUNTIME_QUEUE_TIME | ZXS_TASK_RUNTIME_PAGE_FAULT_TIME | \
    ZXS_TASK_RUNTIME_LOCK_CONTENTION_TIME)
 
-static zx_time_t now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (zx_time_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static zx_time_t now(void) { return example_now_ns(); }
 
 static zx_info_task_runtime_t runtime(zx_handle_t thread) {
   zx_info_task_runtime_t info = {0};
@@ -60,8 +57,7 @@ static atomic_int g_hammer;  // >0: the hammer threads run
 static atomic_bool g_quit;
 
 static void* hammer_address_space(void* arg) {  // the RFC's contended kernel heap mutex
-  cpu_set_t* cpu = arg;
-  sched_setaffinity(0, sizeof(*cpu), cpu);
+  example_pin_to_cpu(*(const int*)arg);
   while (!atomic_load(&g_quit)) {
     if (atomic_load(&g_hammer) == 0) {
       struct timespec pause = {0, 1000000};
@@ -77,8 +73,7 @@ static void* hammer_address_space(void* arg) {  // the RFC's contended kernel he
 static atomic_bool g_compete;
 
 static void* compete_for_cpu(void* arg) {  // an oversubscribed CPU: queue time
-  cpu_set_t* cpu = arg;
-  sched_setaffinity(0, sizeof(*cpu), cpu);
+  example_pin_to_cpu(*(const int*)arg);
   while (!atomic_load(&g_quit)) {
     if (!atomic_load(&g_compete)) {
       struct timespec pause = {0, 1000000};
@@ -89,11 +84,6 @@ static void* compete_for_cpu(void* arg) {  // an oversubscribed CPU: queue time
     }
   }
   return NULL;
-}
-
-static void sleep_until(zx_time_t t) {
-  const struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
-  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
 static void print_fields(uint32_t fields) {
@@ -125,12 +115,8 @@ static void print_ms(const char* label, uint32_t fields, uint32_t field, int64_t
 
 int main(int argc, char** argv) {
   const int periods = argc > 1 ? atoi(argv[1]) : 60;
-  cpu_set_t cpu0, cpu1;
-  CPU_ZERO(&cpu0);
-  CPU_SET(0, &cpu0);
-  CPU_ZERO(&cpu1);
-  CPU_SET(1, &cpu1);
-  sched_setaffinity(0, sizeof(cpu0), &cpu0);  // the mixer runs on CPU 0
+  static int cpu0 = 0, cpu1 = 1;
+  example_pin_to_cpu(cpu0);  // the mixer runs on CPU 0 (macOS pins nothing)
   const zx_handle_t self = zx_thread_self();
   uint32_t fields = 0;
   zxs_task_runtime_fields(self, &fields);  // measuring starts here
@@ -181,7 +167,7 @@ int main(int argc, char** argv) {
       printf(" ms\n");
       start = finished;  // begin the next period now
     } else {
-      sleep_until(deadline);
+      example_sleep_until(deadline);
       start = deadline;
     }
   }

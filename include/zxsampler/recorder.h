@@ -72,7 +72,7 @@ typedef struct zxs_recorder_options {
 //                         a window whose buffers would exceed 1 GiB per CPU.
 //   ZX_ERR_BAD_STATE      the recorder is already running.
 //   ZX_ERR_ALREADY_EXISTS the process holds another sampler session (the profiler's, its own).
-//   ZX_ERR_NO_RESOURCES   the writer thread could not be started.
+//   ZX_ERR_NO_RESOURCES   the writer thread or its wake-up pipe could not be made.
 //   ZX_ERR_NOT_SUPPORTED  attach_new_threads without the thread hook in the process.
 //   and the statuses of zxs_sampler_create() / attach() / start().
 ZXS_API zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options);

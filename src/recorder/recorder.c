@@ -4,18 +4,20 @@
 //
 // The queue is a fixed array of alert slots, each FREE -> FILLING (a raiser claimed it with a
 // CAS) -> READY (published with release) -> FREE (the writer is done). The writer sleeps on a
-// semaphore that raisers post (sem_post is async-signal-safe and never blocks).
+// pipe that raisers write a byte to (write is async-signal-safe; the pipe does not block them).
+// Not a semaphore: macOS has no unnamed ones (sem_init fails with ENOSYS there).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zxsampler/object.h>
 #include <zxsampler/recorder.h>
 #include <zxsampler/sampler.h>
@@ -54,9 +56,8 @@ typedef struct alert {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;  // start, attach, stop
 static zx_handle_t g_iob = ZX_HANDLE_INVALID;
 static pthread_t g_writer;
-static sem_t g_wake;
-static bool g_wake_ready;
-static _Atomic bool g_running;  // alerts are taken
+static int g_wake[2] = {-1, -1};  // the writer's wake-up pipe, made at the first start
+static _Atomic bool g_running;    // alerts are taken
 static _Atomic bool g_stopping;
 static _Atomic int64_t g_last_alert;  // monotonic ns of the last alert taken; INT64_MIN: none
 static zxs_recorder_options_t g_options;
@@ -105,12 +106,40 @@ static void copy_name(char* dst, const char* name, const char* fallback) {
   dst[n] = '\0';
 }
 
-// [signal-safe] Hands a filled slot to the writer (errno kept: a signal handler may be here).
-static void publish(alert_t* a) {
+// [signal-safe] Wakes the writer (errno kept: a signal handler may be here). A full pipe (the
+// writer has wakes pending already) drops the byte instead of blocking.
+static void wake_writer(void) {
   const int saved = errno;
-  atomic_store_explicit(&a->state, SLOT_READY, memory_order_release);
-  sem_post(&g_wake);
+  const ssize_t n = write(g_wake[1], "w", 1);
+  (void)n;
   errno = saved;
+}
+
+// The writer's sleep until at least one wake-up; it takes every wake-up pending, since each
+// round looks at every slot.
+static void wait_for_wake(void) {
+  char bytes[64];
+  while (read(g_wake[0], bytes, sizeof(bytes)) < 0 && errno == EINTR) {
+  }
+}
+
+// The wake-up pipe, close-on-exec, its write end non-blocking; kept for the process's life.
+static bool open_wake_pipe(void) {
+  if (g_wake[0] >= 0) return true;
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  (void)fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  g_wake[0] = fds[0];
+  g_wake[1] = fds[1];
+  return true;
+}
+
+// [signal-safe] Hands a filled slot to the writer.
+static void publish(alert_t* a) {
+  atomic_store_explicit(&a->state, SLOT_READY, memory_order_release);
+  wake_writer();
 }
 
 zx_status_t zxs_trace_alert(const char* name) {
@@ -300,8 +329,7 @@ static void write_ready(void) {
 static void* writer_main(void* unused) {
   (void)unused;
   for (;;) {
-    while (sem_wait(&g_wake) != 0) {
-    }
+    wait_for_wake();
     write_ready();
     if (atomic_load_explicit(&g_stopping, memory_order_acquire)) return NULL;
   }
@@ -310,10 +338,15 @@ static void* writer_main(void* unused) {
 // --- Start, attach, stop ----------------------------------------------------------------------
 
 // In the child of a fork the writer thread and the session stayed in the parent (the session
-// layer forgets its side): the child's recorder is simply not running.
+// layer forgets its side): the child's recorder is simply not running. The wake-up pipe is the
+// parent's writer's: the child makes its own if it starts a recorder.
 static void forget_after_fork(void) {
   atomic_store(&g_running, false);
   g_iob = ZX_HANDLE_INVALID;
+  for (int i = 0; i < 2; i++) {
+    if (g_wake[i] >= 0) close(g_wake[i]);
+    g_wake[i] = -1;
+  }
   pthread_mutex_init(&g_lock, NULL);  // one thread now: nobody else can hold it
 }
 
@@ -410,10 +443,7 @@ zx_status_t zxs_recorder_start(const zxs_recorder_options_t* options) {
   }
   if (status == ZX_OK && !options->dont_attach_caller) status = attach_self_locked();
   if (status == ZX_OK) status = zxs_sampler_start(iob);
-  if (status == ZX_OK && !g_wake_ready) {
-    g_wake_ready = sem_init(&g_wake, 0, 0) == 0;
-    if (!g_wake_ready) status = ZX_ERR_NO_RESOURCES;
-  }
+  if (status == ZX_OK && !open_wake_pipe()) status = ZX_ERR_NO_RESOURCES;
   if (status == ZX_OK) {
     // The writer takes none of the program's signals (it may hold a lock when one comes).
     sigset_t all, old;
@@ -447,7 +477,7 @@ zx_status_t zxs_recorder_stop(void) {
   }
   atomic_store_explicit(&g_running, false, memory_order_release);  // no new alerts
   atomic_store_explicit(&g_stopping, true, memory_order_release);
-  sem_post(&g_wake);
+  wake_writer();
   pthread_join(g_writer, NULL);  // it writes what was raised before it ends
   zx_status_t status = zxs_sampler_stop(g_iob);
   zxs_handle_close(g_iob);

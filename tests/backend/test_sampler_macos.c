@@ -265,12 +265,14 @@ static void samples_attached_running_threads_only(void** state) {
   assert_true(c.busy_top > c.samples[0] / 2);  // most of its time is in macos_busy
   assert_true(c.deep > c.samples[0] / 2);      // and the walk went past it
 #if ZXS_MACH_DOUBLE
-  // The sampler asked for a time-constraint policy sized for 1 ms (in 24 MHz ticks).
+  // The sampler has a time-constraint policy sized for 1 ms (in 24 MHz ticks): a round within
+  // half the period, a quarter of it reserved (what XNU grants for that constraint).
   thread_time_constraint_policy_data_t policy;
   assert_true(mach_double_time_constraint(&policy));
   assert_int_equal(policy.period, 24000);
-  assert_int_equal(policy.computation, 2400);
+  assert_int_equal(policy.computation, 6000);
   assert_int_equal(policy.constraint, 12000);
+  assert_int_equal(stats.source_failures, 0);
   assert_true(mach_double_suspends() >= c.records);
 #endif
   assert_int_equal(zx_handle_close(iob), ZX_OK);
@@ -465,6 +467,118 @@ static void period_floor_and_one_region_per_thread(void** state) {
 }
 
 #if ZXS_MACH_DOUBLE
+// The double refuses what XNU's thread_policy_set_internal refuses (a computation outside
+// [50 us, 50 ms] or above the constraint) and raises a computation below half the constraint,
+// as XNU stores it. In 24 MHz ticks: 50 us is 1200, 50 ms 1200000.
+static void double_follows_xnu_time_constraint_rules(void** state) {
+  (void)state;
+  const mach_port_t self = mach_thread_self();
+  static const struct {
+    thread_time_constraint_policy_data_t asked;
+    kern_return_t result;
+    uint32_t stored_computation;
+  } kCases[] = {
+      {{.period = 24000, .computation = 1199, .constraint = 12000}, KERN_INVALID_ARGUMENT, 0},
+      {{.period = 0, .computation = 1200001, .constraint = 2400000}, KERN_INVALID_ARGUMENT, 0},
+      {{.period = 24000, .computation = 6000, .constraint = 5999}, KERN_INVALID_ARGUMENT, 0},
+      // The sampler's old request at its 100 us floor: a tenth of the period.
+      {{.period = 2400, .computation = 240, .constraint = 1200}, KERN_INVALID_ARGUMENT, 0},
+      {{.period = 24000, .computation = 1200, .constraint = 1200}, KERN_SUCCESS, 1200},
+      {{.period = 24000, .computation = 2400, .constraint = 12000}, KERN_SUCCESS, 6000},
+      {{.period = 0, .computation = 1200, .constraint = 24000000}, KERN_SUCCESS, 1200000},
+  };
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); i++) {
+    thread_time_constraint_policy_data_t asked = kCases[i].asked;
+    assert_int_equal(thread_policy_set(self, THREAD_TIME_CONSTRAINT_POLICY, (thread_policy_t)&asked,
+                                       THREAD_TIME_CONSTRAINT_POLICY_COUNT),
+                     kCases[i].result);
+    thread_time_constraint_policy_data_t stored;
+    if (kCases[i].result == KERN_SUCCESS) {
+      assert_true(mach_double_time_constraint(&stored));
+      assert_int_equal(stored.computation, kCases[i].stored_computation);
+      assert_int_equal(stored.constraint, kCases[i].asked.constraint);
+    }
+  }
+  thread_time_constraint_policy_data_t short_count = {.computation = 1200, .constraint = 2400};
+  assert_int_equal(
+      thread_policy_set(self, THREAD_TIME_CONSTRAINT_POLICY, (thread_policy_t)&short_count, 3),
+      KERN_INVALID_ARGUMENT);
+  mach_port_deallocate(mach_task_self(), self);
+}
+
+// Every period the sampler keeps gets a time-constraint policy XNU accepts: a quarter of the
+// period reserved within [50 us, 50 ms], a round within half the period (never below the
+// computation), as XNU stores it (nothing raised). No source failure.
+static void time_constraint_accepted_for_every_period(void** state) {
+  (void)state;
+  static const struct {
+    zx_duration_t period;
+    uint32_t ticks, computation, constraint;
+  } kCases[] = {
+      {ZX_SAMPLER_MIN_PERIOD, 2400, 1200, 1200},      // raised to the 100 us floor
+      {ZX_USEC(150), 3600, 1200, 1800},               // a quarter would be under 50 us
+      {ZX_USEC(200), 4800, 1200, 2400},               // a quarter is 50 us
+      {ZX_MSEC(4), 96000, 24000, 48000},              //
+      {ZX_MSEC(300), 7200000, 1200000, 3600000},      // a quarter would be over 50 ms
+      {ZX_SEC(10), 240000000u, 1200000, 120000000u},  //
+  };
+  blocker_t blocked;
+  blocker_start(&blocked);
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); i++) {
+    zx_handle_t iob = create_session(kCases[i].period, 1u << 16);
+    assert_int_equal(attach(iob, blocked.thread), ZX_OK);
+    assert_int_equal(zxs_sampler_start(iob), ZX_OK);  // arms: the policy is asked for
+    thread_time_constraint_policy_data_t policy;
+    assert_true(mach_double_time_constraint(&policy));
+    assert_int_equal(policy.period, kCases[i].ticks);
+    assert_int_equal(policy.computation, kCases[i].computation);
+    assert_int_equal(policy.constraint, kCases[i].constraint);
+    assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
+    zxs_sampler_stats_t stats;
+    assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
+    assert_int_equal(stats.source_failures, 0);
+    assert_int_equal(zx_handle_close(iob), ZX_OK);
+  }
+  blocker_end(&blocked);
+}
+
+// Refused (as XNU refuses a thread whose work interval may not be real-time), the sampler runs
+// at the default policy and samples on; each thread armed meanwhile counts a source failure.
+static void time_constraint_refused_falls_back_visibly(void** state) {
+  (void)state;
+  thread_time_constraint_policy_data_t before;
+  assert_true(mach_double_time_constraint(&before));
+  mach_double_refuse_time_constraint(KERN_INVALID_POLICY);
+  spinner_t spinning = {0};
+  blocker_t blocked;
+  spinner_start(&spinning);
+  blocker_start(&blocked);
+  zx_handle_t iob = create_session(ZX_USEC(1500), 1u << 20);  // a period not asked for before
+  assert_int_equal(attach(iob, spinning.thread), ZX_OK);
+  assert_int_equal(attach(iob, blocked.thread), ZX_OK);
+  assert_int_equal(zxs_sampler_start(iob), ZX_OK);
+  // Sampled all the same: wait for the first samples (the sampler may still be sleeping out a
+  // slice of an earlier long period), for 10 s at most.
+  zxs_sampler_stats_t stats = {0};
+  for (int waited = 0; waited < 2000 && stats.samples_written == 0; waited++) {
+    wait_for_cpu(spinning.thread, 5000000u);
+    assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
+  }
+  assert_int_equal(zxs_sampler_stop(iob), ZX_OK);
+  mach_double_refuse_time_constraint(KERN_SUCCESS);
+  assert_int_equal(zxs_sampler_get_stats(iob, &stats), ZX_OK);
+  assert_int_equal(stats.source_failures, 2);  // both armed threads
+  assert_true(stats.samples_written > 0);
+  assert_int_equal(stats.effective_period, ZX_USEC(1500));
+  thread_time_constraint_policy_data_t after;
+  assert_true(mach_double_time_constraint(&after));
+  assert_int_equal(after.period, before.period);  // nothing was stored
+  check_nothing_suspended();
+  assert_int_equal(zx_handle_close(iob), ZX_OK);
+  spinner_join(&spinning);
+  blocker_end(&blocked);
+}
+
 // Stop while a suspension is in flight: the double holds the target suspended inside
 // thread_suspend (the hook) until stop has been called; stop must return only after the target
 // was resumed.
@@ -643,6 +757,9 @@ int main(void) {
   mallopt(M_ARENA_MAX, 1);
 #endif
   const struct CMUnitTest tests[] = {
+#if ZXS_MACH_DOUBLE
+    cmocka_unit_test(double_follows_xnu_time_constraint_rules),  // first: it sets the policy
+#endif
     cmocka_unit_test(samples_attached_running_threads_only),
     cmocka_unit_test(exited_threads_are_detached),
     cmocka_unit_test(sampler_never_waits_on_malloc),
@@ -650,6 +767,8 @@ int main(void) {
     cmocka_unit_test(period_floor_and_one_region_per_thread),
 #if ZXS_MACH_DOUBLE
     cmocka_unit_test(stop_waits_for_suspension_in_flight),
+    cmocka_unit_test(time_constraint_accepted_for_every_period),
+    cmocka_unit_test(time_constraint_refused_falls_back_visibly),
 #endif
     cmocka_unit_test(profiler_records_and_converts),
   };

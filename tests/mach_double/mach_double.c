@@ -12,6 +12,8 @@
 // thread_info: CPU time from the thread's CPU clock; run state from /proc/self/task/TID/stat.
 // Mach absolute time: CLOCK_MONOTONIC in units of 125/3 ns (Apple silicon's 24 MHz timebase), so
 // that the backend's conversions are exercised.
+// Stricter where macOS is: the time-constraint policy follows XNU's limits (thread_policy_set),
+// and sem_init fails with ENOSYS.
 // dyld: the images dl_iterate_phdr lists (the vDSO left out, as macOS has none), each described
 // by a synthesized Mach-O header: one LC_SEGMENT_64 per PT_LOAD and an LC_UUID made of the first
 // 16 bytes of the ELF build ID. The files stay ELF, so this repository's symbolizer names them.
@@ -31,6 +33,7 @@
 #include <mach/mach.h>
 #include <mach/mach_time.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -47,6 +50,9 @@
 #define MAX_PORTS 65536u
 #define FIRST_PORT 0x203u
 #define TID_INDEX_SIZE (1u << 22)  // pid_max's highest default
+// Mach absolute time: ns * 3 / 125 (Apple silicon's 24 MHz timebase).
+#define TIMEBASE_NUMER 125u
+#define TIMEBASE_DENOM 3u
 
 mach_port_t mach_task_self_ = 0x103u;
 
@@ -406,7 +412,16 @@ kern_return_t thread_info(thread_inspect_t target, thread_flavor_t flavor, threa
 static pthread_mutex_t g_policy_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool g_have_policy;
 static thread_time_constraint_policy_data_t g_policy;
+static kern_return_t g_policy_refusal;  // KERN_SUCCESS: XNU's rules decide
 
+// XNU's min_rt_quantum and max_rt_quantum (50 us, 50 ms) in the double's Mach time units.
+#define MIN_RT_QUANTUM (50000u * TIMEBASE_DENOM / TIMEBASE_NUMER)
+#define MAX_RT_QUANTUM (50000000u * TIMEBASE_DENOM / TIMEBASE_NUMER)
+
+// As XNU's thread_policy_set_internal (osfmk/kern/thread_policy.c) for the time-constraint
+// policy: a computation outside [min_rt_quantum, max_rt_quantum] or above the constraint is
+// refused; one below half the constraint is raised to that half (at most max_rt_quantum). The
+// period is not checked. What it stores is what mach_double_time_constraint answers.
 kern_return_t thread_policy_set(thread_act_t thread, thread_policy_flavor_t flavor,
                                 thread_policy_t policy, mach_msg_type_number_t count) {
   if (live_port(thread) == NULL) return MACH_SEND_INVALID_DEST;
@@ -414,17 +429,27 @@ kern_return_t thread_policy_set(thread_act_t thread, thread_policy_flavor_t flav
   thread_time_constraint_policy_data_t p;
   if (count < THREAD_TIME_CONSTRAINT_POLICY_COUNT) return KERN_INVALID_ARGUMENT;
   memcpy(&p, policy, sizeof(p));
-  // XNU's checks: a computation within the constraint, a constraint within the period (when
-  // one is given).
-  if (p.computation == 0 || p.constraint < p.computation ||
-      (p.period != 0 && p.period < p.constraint)) {
+  if (p.constraint < p.computation || p.computation > MAX_RT_QUANTUM ||
+      p.computation < MIN_RT_QUANTUM) {
     return KERN_INVALID_ARGUMENT;
   }
+  if (p.computation < p.constraint / 2) {
+    p.computation = p.constraint / 2 > MAX_RT_QUANTUM ? MAX_RT_QUANTUM : p.constraint / 2;
+  }
   pthread_mutex_lock(&g_policy_lock);
-  g_policy = p;
-  g_have_policy = true;
+  const kern_return_t refusal = g_policy_refusal;
+  if (refusal == KERN_SUCCESS) {
+    g_policy = p;
+    g_have_policy = true;
+  }
   pthread_mutex_unlock(&g_policy_lock);
-  return KERN_SUCCESS;
+  return refusal;
+}
+
+void mach_double_refuse_time_constraint(kern_return_t kr) {
+  pthread_mutex_lock(&g_policy_lock);
+  g_policy_refusal = kr;
+  pthread_mutex_unlock(&g_policy_lock);
 }
 
 bool mach_double_time_constraint(thread_time_constraint_policy_data_t* out) {
@@ -435,10 +460,20 @@ bool mach_double_time_constraint(thread_time_constraint_policy_data_t* out) {
   return have;
 }
 
-// --- Time ---------------------------------------------------------------------------------------
+// --- Semaphores ---------------------------------------------------------------------------------
 
-#define TIMEBASE_NUMER 125u
-#define TIMEBASE_DENOM 3u
+// macOS has no unnamed semaphores: its sem_init is deprecated and always fails with ENOSYS. The
+// double does the same for the whole process (it is exported from the library), so code that
+// relies on one fails here as it would on a Mac.
+int sem_init(sem_t* sem, int pshared, unsigned int value) {
+  (void)sem;
+  (void)pshared;
+  (void)value;
+  errno = ENOSYS;
+  return -1;
+}
+
+// --- Time ---------------------------------------------------------------------------------------
 
 kern_return_t mach_timebase_info(mach_timebase_info_t info) {
   info->numer = TIMEBASE_NUMER;

@@ -1,7 +1,8 @@
 // macOS: the sampling source, one sampler thread for every attached thread.
 //
-// Every period (Mach absolute time, mach_wait_until; the thread asks for a time-constraint
-// policy so that periods near 1 ms hold), for each armed slot whose thread is running:
+// Every period (Mach absolute time, mach_wait_until; the thread has a time-constraint policy so
+// that periods near 1 ms hold: see ask_time_constraint), for each armed slot whose thread is
+// running:
 // take the slot (BUSY), mark the CPU state its samples go to (a pending timer, seam rule:
 // region slot index % CPUs), thread_suspend, thread_get_state, zxs_core_sample_suspended() over
 // the thread's live stack, thread_resume, clear the mark, release the slot. From suspend to
@@ -35,6 +36,9 @@
 // The shortest period the sampler thread keeps: its timer's useful resolution (not counted as
 // throttling, as on Linux for the CPU-clock timer's tick).
 #define ZXS_MACOS_MIN_PERIOD ((zx_duration_t)100000)
+// The longest the sampler sleeps before it looks at the period again: a shorter period armed
+// meanwhile (a new session after one with a long period) takes effect within this.
+#define MAX_SLEEP_NS 100000000u
 
 #define ARMED_WORDS (ZXS_MAX_THREADS / 64u)
 _Static_assert(ZXS_MAX_THREADS % 64u == 0, "the armed set is whole 64-bit words");
@@ -87,21 +91,55 @@ static void sample_slot(zxs_thread_slot_t* slot, uint64_t missed, zx_koid_t self
   atomic_fetch_and_explicit(&st->state, ~ZXS_MACOS_BUSY, memory_order_release);
 }
 
-// Asks for a real-time (time-constraint) policy sized for `period`: the sampler needs about a
-// tenth of it and must run within half of it. Best effort: without it the default policy holds
-// periods of several milliseconds.
-static void request_time_constraint(zx_duration_t period) {
+// XNU's bounds on a time-constraint policy's computation: min_rt_quantum and max_rt_quantum
+// (osfmk/kern/sched_prim.c, sched_realtime_timebase_init).
+#define XNU_MIN_RT_COMPUTATION_NS 50000u     // 50 us
+#define XNU_MAX_RT_COMPUTATION_NS 50000000u  // 50 ms
+
+// The sampler thread's port (sampling_init), and its time-constraint policy: the period it was
+// last asked for and whether XNU refused it. Under the session lock.
+static mach_port_t g_sampler_port = MACH_PORT_NULL;
+static zx_duration_t g_policy_period;
+static bool g_policy_refused;
+
+static uint32_t clamp_u32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
+
+// The time-constraint policy for `period`, as XNU accepts it (thread_policy_set_internal,
+// osfmk/kern/thread_policy.c): it refuses a computation outside [min_rt_quantum,
+// max_rt_quantum] or above the constraint, and (recent releases) raises a computation below
+// half the constraint to that half. The sampler must finish a round within half a period (the
+// constraint), so XNU reserves a quarter of the period: asked for openly, within its bounds,
+// which every release accepts for every period the sampler keeps (100 us and up).
+static thread_time_constraint_policy_data_t time_constraint_for(zx_duration_t period) {
   const uint64_t ticks = zxs_macos_ns_to_ticks((uint64_t)period);
-  thread_time_constraint_policy_data_t policy = {
-      .period = (uint32_t)(ticks > UINT32_MAX ? UINT32_MAX : ticks),
-      .computation = (uint32_t)(ticks / 10 > UINT32_MAX ? UINT32_MAX : ticks / 10),
-      .constraint = (uint32_t)(ticks / 2 > UINT32_MAX ? UINT32_MAX : ticks / 2),
+  const uint64_t min_computation = zxs_macos_ns_to_ticks(XNU_MIN_RT_COMPUTATION_NS);
+  const uint64_t max_computation = zxs_macos_ns_to_ticks(XNU_MAX_RT_COMPUTATION_NS);
+  uint64_t constraint = ticks / 2;
+  uint64_t computation = constraint / 2;
+  if (computation < min_computation) computation = min_computation;
+  if (computation > max_computation) computation = max_computation;
+  if (constraint < computation) constraint = computation;
+  return (thread_time_constraint_policy_data_t){
+      .period = clamp_u32(ticks),
+      .computation = (uint32_t)computation,
+      .constraint = clamp_u32(constraint),
       .preemptible = 1,
   };
-  const mach_port_t self = mach_thread_self();
-  (void)thread_policy_set(self, THREAD_TIME_CONSTRAINT_POLICY, (thread_policy_t)&policy,
-                          THREAD_TIME_CONSTRAINT_POLICY_COUNT);
-  mach_port_deallocate(mach_task_self(), self);
+}
+
+// Asks XNU for the sampler thread's time-constraint policy when the period changes (under the
+// session lock). Refused (a thread in a work interval that may not be real-time, a kernel with
+// other limits), the sampler runs at the default policy, which holds periods of several
+// milliseconds: each thread armed while it does counts a source failure (docs/platforms.md).
+static void ask_time_constraint(zxs_thread_slot_t* slot, zx_duration_t period) {
+  if (g_sampler_port != MACH_PORT_NULL && period != g_policy_period) {
+    thread_time_constraint_policy_data_t policy = time_constraint_for(period);
+    g_policy_refused =
+        thread_policy_set(g_sampler_port, THREAD_TIME_CONSTRAINT_POLICY, (thread_policy_t)&policy,
+                          THREAD_TIME_CONSTRAINT_POLICY_COUNT) != KERN_SUCCESS;
+    g_policy_period = period;
+  }
+  if (g_policy_refused) atomic_fetch_add(&slot->source_failures, 1);
 }
 
 // Blocks while nothing is armed. True when it had to wait (the schedule restarts from now).
@@ -115,20 +153,26 @@ static bool wait_until_armed(void) {
   return true;
 }
 
+// Sleeps until `deadline` (Mach absolute time) in slices of at most MAX_SLEEP_NS. False when the
+// period changed from `period` meanwhile (the schedule restarts).
+static bool sleep_until(uint64_t deadline, zx_duration_t period) {
+  const uint64_t slice = zxs_macos_ns_to_ticks(MAX_SLEEP_NS);
+  for (uint64_t now = mach_absolute_time(); now < deadline; now = mach_absolute_time()) {
+    mach_wait_until(deadline - now > slice ? now + slice : deadline);
+    if (atomic_load_explicit(&g_period, memory_order_relaxed) != period) return false;
+  }
+  return true;
+}
+
 static void* sampler_main(void* arg) {
   (void)arg;
   zxs_macos_internal_thread_started();
   zxs_prim_thread_t self;
   const zx_koid_t self_koid = zxs_prim_thread_self(&self) == ZX_OK ? self.koid : 0;
-  zx_duration_t policy_period = 0;
   uint64_t deadline = mach_absolute_time();
   for (;;) {
     if (wait_until_armed()) deadline = mach_absolute_time();
     const zx_duration_t period = atomic_load_explicit(&g_period, memory_order_relaxed);
-    if (period != policy_period) {
-      request_time_constraint(period);
-      policy_period = period;
-    }
     const uint64_t step = zxs_macos_ns_to_ticks((uint64_t)period);
     deadline += step > 0 ? step : 1;
     const uint64_t now = mach_absolute_time();
@@ -137,8 +181,9 @@ static void* sampler_main(void* arg) {
       // Late: this round is due now; whole periods already gone are overruns.
       missed = (now - deadline) / (step > 0 ? step : 1);
       deadline += missed * step;
-    } else {
-      mach_wait_until(deadline);
+    } else if (!sleep_until(deadline, period)) {
+      deadline = mach_absolute_time();
+      continue;
     }
     for (uint32_t w = 0; w < ARMED_WORDS; w++) {
       uint64_t bits = atomic_load_explicit(&g_armed[w], memory_order_acquire);
@@ -163,6 +208,9 @@ zx_status_t zxs_prim_sampling_init(void) {
   const int err = pthread_create(&thread, NULL, sampler_main, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (err != 0) return ZX_ERR_NO_RESOURCES;
+  g_sampler_port = pthread_mach_thread_np(thread);  // its policy is asked for by arm
+  g_policy_period = 0;
+  g_policy_refused = false;
   pthread_detach(thread);
   g_sampler_pid = getpid();
   return ZX_OK;
@@ -201,6 +249,7 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
   st->koid = slot->thread.koid;
   st->attach_gen = atomic_load_explicit(&slot->attach_gen, memory_order_relaxed);
   const zx_duration_t effective = period < ZXS_MACOS_MIN_PERIOD ? ZXS_MACOS_MIN_PERIOD : period;
+  ask_time_constraint(slot, effective);
   atomic_store(&g_period, effective);
   atomic_store(&slot->source_kind, ZXS_SOURCE_SAMPLER_THREAD);
   atomic_store(&slot->period, effective);
@@ -247,4 +296,5 @@ void zxs_prim_after_fork_child(void) {
   atomic_store(&g_armed_count, 0);
   pthread_mutex_init(&g_idle_lock, NULL);
   pthread_cond_init(&g_idle_cond, NULL);
+  g_sampler_port = MACH_PORT_NULL;  // the child's sampler is a new thread (sampling_init)
 }
