@@ -8,3 +8,7 @@ zx_status_t zxs_facts_modules_each(zxs_prim_module_fn fn, void* ctx) {
 }
 
 zx_status_t zxs_facts_main_path(char** path) { return zxs_prim_modules_main_path(path); }
+
+zx_status_t zxs_facts_exec_mappings_each(zxs_prim_mapping_fn fn, void* ctx) {
+  return zxs_prim_exec_mappings_each(fn, ctx);
+}

@@ -249,4 +249,27 @@ zx_status_t zxs_prim_modules_each(zxs_prim_module_fn fn, void* ctx);
 // ZX_ERR_NO_MEMORY.
 zx_status_t zxs_prim_modules_main_path(char** path);
 
+// --- File mappings of this process --------------------------------------------------------------
+// What the loader's list does not say: files mapped executable by other means (a JIT's jitdump
+// file, code mapped again from its file at another address). Not signal-safe.
+
+typedef struct zxs_prim_mapping {
+  uint64_t start, end;  // runtime addresses [start, end)
+  uint64_t offset;      // the file offset mapped at `start`
+  uint32_t prot;        // ZXS_PRIM_PROT_R | _W | _X
+  const char* path;     // the file's absolute path as the mapping names it
+} zxs_prim_mapping_t;
+
+#define ZXS_PRIM_PROT_R 1u
+#define ZXS_PRIM_PROT_W 2u
+#define ZXS_PRIM_PROT_X 4u
+
+typedef zx_status_t (*zxs_prim_mapping_fn)(const zxs_prim_mapping_t* mapping, void* ctx);
+
+// Calls `fn` once per executable mapping of a file that still exists under its path, in address
+// order, with a description valid during the call; stops at the first status other than ZX_OK
+// and returns it. ZX_ERR_NOT_SUPPORTED where the platform cannot list its mappings (then features
+// that need them do without); ZX_ERR_NO_MEMORY.
+zx_status_t zxs_prim_exec_mappings_each(zxs_prim_mapping_fn fn, void* ctx);
+
 #endif  // ZXSAMPLER_SRC_CORE_PLATFORM_H_

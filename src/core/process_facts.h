@@ -34,6 +34,9 @@ uint64_t zxs_facts_ticks_per_second(void);
 zx_status_t zxs_facts_modules_each(zxs_prim_module_fn fn, void* ctx);
 // The main executable's file path, malloc'd into *path (the caller frees it). ZX_ERR_NO_MEMORY.
 zx_status_t zxs_facts_main_path(char** path);
+// (module_facts.c) Calls `fn` for each executable file mapping of this process (platform.h:
+// zxs_prim_exec_mappings_each); ZX_ERR_NOT_SUPPORTED where the platform has no such list.
+zx_status_t zxs_facts_exec_mappings_each(zxs_prim_mapping_fn fn, void* ctx);
 
 // --- The library's own sessions (runtime_facts.c) ----------------------------------------------
 

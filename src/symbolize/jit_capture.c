@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "array_grow.h"
+#include "process_facts.h"
 
 typedef struct captured {
   uint64_t koid;
@@ -141,6 +142,38 @@ void zxs_jit_capture_process(zxs_jit_capture_t* c, uint64_t koid, uint32_t pid,
   }
   *entry->symbols = set;
   c->bytes += set_bytes(&set);
+}
+
+typedef struct jitdump_paths {
+  char** paths;
+  size_t count, cap;
+} jitdump_paths_t;
+
+// Keeps the mapped files that may be jitdump files (jit-*.dump: zxs_jit_capture_process checks
+// the pid), not the many libraries.
+static zx_status_t add_jitdump_path(const zxs_prim_mapping_t* mapping, void* ctx) {
+  jitdump_paths_t* found = ctx;
+  const char* base = strrchr(mapping->path, '/');
+  base = base != NULL ? base + 1 : mapping->path;
+  if (strncmp(base, "jit-", 4) != 0) return ZX_OK;
+  if (!zxs_array_grow((void**)&found->paths, &found->cap, found->count + 1,
+                      sizeof(*found->paths)) ||
+      (found->paths[found->count] = strdup(mapping->path)) == NULL) {
+    return ZX_ERR_NO_MEMORY;
+  }
+  found->count++;
+  return ZX_OK;
+}
+
+void zxs_jit_capture_self(zxs_jit_capture_t* c) {
+  jitdump_paths_t found = {0};
+  // Without the list (another platform, or no memory) there is nothing to read with confidence.
+  if (zxs_facts_exec_mappings_each(add_jitdump_path, &found) == ZX_OK) {
+    const zx_koid_t koid = zxs_facts_process_koid();  // the OS pid where mappings are listed
+    zxs_jit_capture_process(c, koid, (uint32_t)koid, (const char* const*)found.paths, found.count);
+  }
+  for (size_t i = 0; i < found.count; i++) free(found.paths[i]);
+  free(found.paths);
 }
 
 void zxs_jit_capture_free(zxs_jit_capture_t* c) {

@@ -33,6 +33,12 @@ bool zxs_jit_capture_has(const zxs_jit_capture_t* capture, uint64_t koid);
 void zxs_jit_capture_process(zxs_jit_capture_t* capture, uint64_t koid, uint32_t pid,
                              const char* const* mapped_paths, size_t path_count);
 
+// Reads the JIT symbols of the calling process (the library in process, writing its own trace)
+// as zxs_jit_capture_process does, under its koid: its perf map and the jitdump files among its
+// executable file mappings (process_facts.h). Nothing where the platform lists no mappings
+// (perf maps and jitdump files are Linux's).
+void zxs_jit_capture_self(zxs_jit_capture_t* capture);
+
 // The resolved symbols of process `koid` (jit_symbols.h), or NULL when it has none.
 const zxs_jit_symbols_t* zxs_jit_capture_find(const zxs_jit_capture_t* capture, uint64_t koid);
 

@@ -6,6 +6,7 @@
 #include <zxsampler/object.h>
 #include <zxsampler/sampler.h>
 
+#include "jit_capture.h"
 #include "modules_markup.h"
 #include "process_facts.h"
 #include "trace_file.h"
@@ -118,6 +119,19 @@ zx_status_t zxs_trace_write_jit_symbols(zxs_fxt_buf_t* buf, zx_koid_t koid,
   return status;
 }
 
+// This process's JIT code names (jit_capture.h), read now: a JIT rewrites its files as it goes,
+// and they are usually gone after it exits. A capture that fails leaves the frames unnamed.
+static zx_status_t write_jit_symbols_self(zxs_fxt_buf_t* buf) {
+  zxs_jit_capture_t* capture = zxs_jit_capture_new();
+  if (capture == NULL) return buf->status;
+  zxs_jit_capture_self(capture);
+  const zx_koid_t koid = zxs_facts_process_koid();
+  const zxs_jit_symbols_t* symbols = zxs_jit_capture_find(capture, koid);
+  zx_status_t status = symbols != NULL ? zxs_trace_write_jit_symbols(buf, koid, symbols) : ZX_OK;
+  zxs_jit_capture_free(capture);
+  return status;
+}
+
 // The threads of the sample records in `samples` (whole records, checked by the caller).
 static void add_sample_tids(const zxs_fxt_buf_t* samples, tid_set_t* tids) {
   zxs_fxt_region_iter_t it;
@@ -142,6 +156,7 @@ zx_status_t zxs_trace_write_samples(const zxs_fxt_buf_t* samples, const zxs_fxt_
       write_kernel_objects(&head, zxs_facts_process_koid(), period, samples_lost, tids);
   if (status == ZX_OK) status = write_modules(&head);
   if (status == ZX_OK) status = zxs_trace_write_vdso(&head);
+  if (status == ZX_OK) status = write_jit_symbols_self(&head);
   if (status == ZX_OK) status = samples->status;
   if (status == ZX_OK && events != NULL) status = events->status;
   if (status == ZX_OK) {

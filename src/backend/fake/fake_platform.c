@@ -498,6 +498,13 @@ __attribute__((weak)) zx_status_t zxs_prim_modules_main_path(char** path) {
   return *path != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
 }
 
+// No mappings beyond the module list. Weak, as the module list above.
+__attribute__((weak)) zx_status_t zxs_prim_exec_mappings_each(zxs_prim_mapping_fn fn, void* ctx) {
+  (void)fn;
+  (void)ctx;
+  return ZX_ERR_NOT_SUPPORTED;
+}
+
 // --- perfmon ----------------------------------------------------------------------------------
 
 #define FAKE_MAX_BUFFERS FAKE_CPU_LIMIT

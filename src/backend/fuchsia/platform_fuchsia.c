@@ -59,3 +59,10 @@ zx_status_t zxs_prim_modules_main_path(char** path) {
   *path = strdup(name);
   return *path != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
 }
+
+// A Fuchsia process maps VMOs, not files by path: no such list.
+zx_status_t zxs_prim_exec_mappings_each(zxs_prim_mapping_fn fn, void* ctx) {
+  (void)fn;
+  (void)ctx;
+  return ZX_ERR_NOT_SUPPORTED;
+}

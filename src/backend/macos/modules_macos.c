@@ -96,3 +96,10 @@ zx_status_t zxs_prim_modules_main_path(char** path) {
   }
   return ZX_OK;
 }
+
+// dyld's list is the one macOS offers (no /proc): code mapped by other means stays unlisted.
+zx_status_t zxs_prim_exec_mappings_each(zxs_prim_mapping_fn fn, void* ctx) {
+  (void)fn;
+  (void)ctx;
+  return ZX_ERR_NOT_SUPPORTED;
+}
