@@ -969,25 +969,6 @@ static void module_files_free(module_files_t* cache) {
   free(cache->files);
 }
 
-// The segment that the mapping at file offset `pgoff` starts in (mappings start at a page
-// boundary at or below the segment's p_offset).
-static const zxs_segment_t* segment_at(const module_file_t* f, uint64_t pgoff) {
-  for (size_t k = 0; k < f->segment_count; k++) {
-    const uint64_t page = f->segments[k].offset & ~(uint64_t)4095;
-    if (page == (pgoff & ~(uint64_t)4095)) return &f->segments[k];
-  }
-  return NULL;
-}
-
-// The segment holding file offset `pgoff`: a mapping starts at the page of p_offset or inside.
-static const zxs_segment_t* segment_holding(const module_file_t* f, uint64_t pgoff) {
-  for (size_t k = 0; k < f->segment_count; k++) {
-    const zxs_segment_t* seg = &f->segments[k];
-    if ((seg->offset & ~(uint64_t)4095) <= pgoff && pgoff - seg->offset < seg->memsz) return seg;
-  }
-  return NULL;
-}
-
 // Appends a module of file `f` (a copy of its ID and `count` segments) at `load_bias`.
 static zx_status_t append_module(zxs_module_list_t* out, const module_file_t* f, const char* path,
                                  zxs_module_kind_t kind, uint64_t load_bias,
@@ -1013,30 +994,23 @@ static zx_status_t append_module(zxs_module_list_t* out, const module_file_t* f,
   return ZX_OK;
 }
 
-// A mapping of file `f` away from where the module `mod` of the file has that offset (code
-// mapped again, as node maps V8's builtins next to its JIT code) becomes a module of its own:
-// one segment named from the mapping's file offset (address -> offset -> ELF address by the
-// PT_LOAD holding the offset).
+// A mapping of file `f` away from where the module `mod` of the file has that offset becomes a
+// module of its own (zxs_segment_remapped).
 static zx_status_t add_remapped(zxs_module_list_t* out, size_t mod, const module_file_t* f,
                                 const mapping_t* m) {
-  // A segment that starts in this page first: its page may also end the segment before it
-  // (p_vaddr - p_offset differs between segments, as in rustc's and lld's output).
-  const zxs_segment_t* seg = segment_at(f, m->pgoff);
-  if (seg == NULL) seg = segment_holding(f, m->pgoff);
-  if (seg == NULL) return ZX_OK;
-  const uint64_t vaddr = seg->vaddr + (m->pgoff - seg->offset);  // wraps back for pgoff < offset
-  if (out->modules[mod].load_bias + vaddr == m->start) return ZX_OK;
+  zxs_segment_t piece;
+  if (!zxs_segment_remapped(f->segments, f->segment_count, m->pgoff, m->len,
+                            ((m->prot & PROT_READ) ? ZXS_SEGMENT_R : 0) |
+                                ((m->prot & PROT_WRITE) ? ZXS_SEGMENT_W : 0) |
+                                ((m->prot & PROT_EXEC) ? ZXS_SEGMENT_X : 0),
+                            &piece)) {
+    return ZX_OK;
+  }
+  if (out->modules[mod].load_bias + piece.vaddr == m->start) return ZX_OK;
   for (size_t k = mod + 1; k < out->count; k++) {
     if (out->modules[k].load_bias + out->modules[k].segments[0].vaddr == m->start) return ZX_OK;
   }
-  const uint64_t segment_left = seg->offset + seg->memsz - m->pgoff;  // no bytes past the segment
-  const zxs_segment_t piece = {.vaddr = vaddr,
-                               .memsz = m->len < segment_left ? m->len : segment_left,
-                               .offset = m->pgoff,
-                               .flags = ((m->prot & PROT_READ) ? ZXS_SEGMENT_R : 0) |
-                                        ((m->prot & PROT_WRITE) ? ZXS_SEGMENT_W : 0) |
-                                        ((m->prot & PROT_EXEC) ? ZXS_SEGMENT_X : 0)};
-  return append_module(out, f, m->path, ZXS_MODULE_SHARED, m->start - vaddr, &piece, 1);
+  return append_module(out, f, m->path, ZXS_MODULE_SHARED, m->start - piece.vaddr, &piece, 1);
 }
 
 // Module list of one process from its executable mappings: each file's PT_LOAD segments, placed
@@ -1062,7 +1036,8 @@ static zx_status_t process_modules(const process_t* p, module_files_t* cache,
     }
     const module_file_t* f = module_file(cache, m->path);
     if (f == NULL) return ZX_ERR_NO_MEMORY;
-    const zxs_segment_t* anchor = f->ok ? segment_at(f, first->pgoff) : NULL;
+    const zxs_segment_t* anchor =
+        f->ok ? zxs_segment_at_page(f->segments, f->segment_count, first->pgoff) : NULL;
     if (anchor == NULL || (first->build_id_size > 0 &&
                            (f->build_id_size != first->build_id_size ||
                             memcmp(f->build_id, first->build_id, f->build_id_size) != 0))) {

@@ -7,6 +7,33 @@
 
 #include "sorted_search.h"
 
+const zxs_segment_t* zxs_segment_at_page(const zxs_segment_t* segments, size_t count,
+                                         uint64_t pgoff) {
+  for (size_t k = 0; k < count; k++) {
+    if ((segments[k].offset & ~(uint64_t)4095) == (pgoff & ~(uint64_t)4095)) return &segments[k];
+  }
+  return NULL;
+}
+
+bool zxs_segment_remapped(const zxs_segment_t* segments, size_t count, uint64_t pgoff, uint64_t len,
+                          uint32_t flags, zxs_segment_t* piece) {
+  // A segment that starts in this page first: its page may also end the segment before it
+  // (p_vaddr - p_offset differs between segments, as in rustc's and lld's output).
+  const zxs_segment_t* seg = zxs_segment_at_page(segments, count, pgoff);
+  for (size_t k = 0; k < count && seg == NULL; k++) {
+    const zxs_segment_t* s = &segments[k];
+    if ((s->offset & ~(uint64_t)4095) <= pgoff && pgoff - s->offset < s->memsz) seg = s;
+  }
+  if (seg == NULL) return false;
+  const uint64_t segment_left = seg->offset + seg->memsz - pgoff;  // no bytes past the segment
+  *piece = (zxs_segment_t){.vaddr = seg->vaddr + (pgoff - seg->offset),  // wraps back for
+                                                                         // pgoff < offset
+                           .memsz = len < segment_left ? len : segment_left,
+                           .offset = pgoff,
+                           .flags = flags};
+  return true;
+}
+
 void zxs_modules_free(zxs_module_list_t* list) {
   if (list == NULL) {
     return;

@@ -87,10 +87,27 @@ typedef struct zxs_module_list {
   size_t count;
 } zxs_module_list_t;
 
+// The segment of `segments` whose first page is the page of file offset `pgoff`: where a mapping
+// of the file at `pgoff` starts loading it (mappings start at a page boundary at or below the
+// segment's p_offset). NULL when none. Pure.
+const zxs_segment_t* zxs_segment_at_page(const zxs_segment_t* segments, size_t count,
+                                         uint64_t pgoff);
+
+// A mapping of a module's file (PT_LOAD `segments`) at file offset `pgoff`, `len` bytes, `flags`
+// (ZXS_SEGMENT_*), made away from the module's own load (code mapped again, as node maps V8's
+// builtins next to its JIT code), as the one segment of a module of its own: named from the
+// mapping's file offset (address -> offset -> ELF address by the PT_LOAD holding the offset),
+// cut at that segment's end. The module's load bias is then the mapping's start - piece->vaddr.
+// False when no segment holds `pgoff`. Pure.
+bool zxs_segment_remapped(const zxs_segment_t* segments, size_t count, uint64_t pgoff, uint64_t len,
+                          uint32_t flags, zxs_segment_t* piece);
+
 // Captures the calling process's loaded modules (as the backend lists them:
 // zxs_facts_modules_each() in process_facts.h) into *out, indexed (see zxs_modules_index),
 // replacing whatever *out held without freeing it. Build IDs are read from each module's mapped
-// PT_NOTE segments. Modules that map no PT_LOAD segment are left out. Returns ZX_OK,
+// PT_NOTE segments. Where the platform lists its file mappings (zxs_facts_exec_mappings_each),
+// each executable mapping of an ELF file outside every loaded module becomes a module of its own
+// (zxs_segment_remapped). Modules that map no PT_LOAD segment are left out. Returns ZX_OK,
 // ZX_ERR_INVALID_ARGS (out is NULL), ZX_ERR_NO_MEMORY, or ZX_ERR_NOT_SUPPORTED where the
 // platform cannot list its modules (on error *out is empty). Thread-safe (the loader serializes
 // with dlopen/dlclose); not async-signal-safe (allocates).

@@ -189,6 +189,112 @@ static zx_status_t capture_one(const zxs_prim_module_t* module, void* ctx) {
   return m->path != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
 }
 
+// An executable file mapping that no loaded module covers (a file's code mapped again).
+typedef struct remap {
+  uint64_t start, len, offset;
+  uint32_t flags;
+  char* path;
+} remap_t;
+
+typedef struct remap_search {
+  const zxs_module_list_t* loaded;
+  remap_t* found;
+  size_t count, cap;
+} remap_search_t;
+
+// Whether [start, end) meets a segment of a loaded module (from its first page: the loader maps
+// whole pages).
+static bool covered(const zxs_module_list_t* loaded, uint64_t start, uint64_t end) {
+  for (size_t i = 0; i < loaded->count; i++) {
+    const zxs_module_t* m = &loaded->modules[i];
+    for (size_t j = 0; j < m->segment_count; j++) {
+      const uint64_t from = m->load_bias + m->segments[j].vaddr;
+      if (start < from + m->segments[j].memsz && (from & ~(uint64_t)4095) < end) return true;
+    }
+  }
+  return false;
+}
+
+static zx_status_t find_remap(const zxs_prim_mapping_t* mapping, void* ctx) {
+  remap_search_t* search = ctx;
+  if (covered(search->loaded, mapping->start, mapping->end)) return ZX_OK;
+  if (search->count == search->cap) {
+    const size_t cap = search->cap == 0 ? 4 : 2 * search->cap;
+    remap_t* grown = realloc(search->found, cap * sizeof(*grown));
+    if (grown == NULL) return ZX_ERR_NO_MEMORY;
+    search->found = grown;
+    search->cap = cap;
+  }
+  remap_t* r = &search->found[search->count];
+  *r = (remap_t){.start = mapping->start,
+                 .len = mapping->end - mapping->start,
+                 .offset = mapping->offset,
+                 .flags = ((mapping->prot & ZXS_PRIM_PROT_R) ? ZXS_SEGMENT_R : 0) |
+                          ((mapping->prot & ZXS_PRIM_PROT_W) ? ZXS_SEGMENT_W : 0) |
+                          ((mapping->prot & ZXS_PRIM_PROT_X) ? ZXS_SEGMENT_X : 0),
+                 .path = strdup(mapping->path)};
+  if (r->path == NULL) return ZX_ERR_NO_MEMORY;
+  search->count++;
+  return ZX_OK;
+}
+
+// Appends a module for remap `r` of the ELF file `elf` (left out when the file is no ELF, or is
+// not the file a loaded module of the same path was built from).
+static zx_status_t add_remap(capture_state_t* state, const remap_t* r, const zxs_elf_t* elf) {
+  const uint8_t* id;
+  size_t id_size;
+  const zxs_segment_t* segments;
+  size_t count;
+  zxs_segment_t piece;
+  if (zxs_elf_module_id(elf, &id, &id_size) != ZX_OK || id_size > ZXS_BUILD_ID_MAX ||
+      zxs_elf_load_segments(elf, &segments, &count) != ZX_OK ||
+      !zxs_segment_remapped(segments, count, r->offset, r->len, r->flags, &piece)) {
+    return ZX_OK;
+  }
+  for (size_t i = 0; i < state->list.count; i++) {
+    const zxs_module_t* loaded = &state->list.modules[i];
+    if (strcmp(loaded->path, r->path) == 0 &&
+        (loaded->build_id_size != id_size || memcmp(loaded->build_id, id, id_size) != 0)) {
+      return ZX_OK;
+    }
+  }
+  zxs_module_t* m = append_module(state, 1);
+  if (m == NULL) return ZX_ERR_NO_MEMORY;
+  m->kind = ZXS_MODULE_SHARED;
+  m->load_bias = r->start - piece.vaddr;
+  m->segments[0] = piece;
+  m->segment_count = 1;
+  memcpy(m->build_id, id, id_size);
+  m->build_id_size = id_size;
+  m->path = strdup(r->path);
+  return m->path != NULL ? ZX_OK : ZX_ERR_NO_MEMORY;
+}
+
+// Each executable file mapping outside the loaded modules (code mapped again from its file, as
+// node maps V8's builtins) as a module of its own, as `record` names them. Where the platform
+// lists no mappings, nothing is added.
+static zx_status_t add_remaps(capture_state_t* state) {
+  remap_search_t search = {.loaded = &state->list};
+  zx_status_t status = zxs_facts_exec_mappings_each(find_remap, &search);
+  if (status == ZX_ERR_NOT_SUPPORTED) status = ZX_OK;
+  zxs_elf_t* elf = NULL;
+  const char* open_path = NULL;  // the file `elf` is, read once for its mappings in a row
+  for (size_t i = 0; i < search.count && status == ZX_OK; i++) {
+    const remap_t* r = &search.found[i];
+    if (open_path == NULL || strcmp(open_path, r->path) != 0) {
+      zxs_elf_close(elf);
+      elf = NULL;
+      open_path = r->path;
+      if (zxs_elf_open(r->path, &elf) != ZX_OK) elf = NULL;
+    }
+    if (elf != NULL) status = add_remap(state, r, elf);
+  }
+  zxs_elf_close(elf);
+  for (size_t i = 0; i < search.count; i++) free(search.found[i].path);
+  free(search.found);
+  return status;
+}
+
 zx_status_t zxs_modules_capture(zxs_module_list_t* out) {
   if (out == NULL) {
     return ZX_ERR_INVALID_ARGS;
@@ -210,6 +316,9 @@ zx_status_t zxs_modules_capture(zxs_module_list_t* out) {
         m->path[0] == '/' && zxs_elf_file_id(m->path, m->build_id, &m->build_id_size) != ZX_OK) {
       m->build_id_size = 0;
     }
+  }
+  if (status == ZX_OK) {
+    status = add_remaps(&state);
   }
   if (status == ZX_OK) {
     status = zxs_modules_index(&state.list);
