@@ -5,7 +5,9 @@
 #     SVG and pprof, after the program and its perf map are gone;
 #   - a perf map that is a symbolic link is refused;
 #   - node --perf-basic-prof (where node is installed; CI installs Debian's nodejs): the hot JS
-#     function is one named row, and nearly every sample in code outside the modules is named.
+#     function is one named row, and nearly every sample in code outside the modules is named;
+#   - the same two programs under `record --in-process`: the library reads its own process's
+#     perf map and mapped jitdump when it writes the trace.
 #
 #   test_record_jit.sh ZXSAMPLER JIT_TARGET
 set -u
@@ -19,6 +21,10 @@ TARGET=$2
 
 # shellcheck source=check_lib.sh
 . "$(dirname "$0")/check_lib.sh"
+# In a sanitizer build the preload library (--in-process) carries the sanitizer runtime.
+if ldd "$ZXS" 2>/dev/null | grep -q libasan; then
+  export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
 
 # Rows of `report` (top) that name $2 in $1.
 rows_naming() { grep -cF -- "$2" "$1"; }
@@ -73,7 +79,50 @@ rm -f "/tmp/perf-$pid.map" "$T/jit-$pid.dump" "$T/real.map"
 check "a symlinked perf map is refused" [ "$(rows_naming "$T/link.txt" hot_jit_perfmap)" -eq 0 ]
 check "the jitdump is still read" [ "$(rows_naming "$T/link.txt" hot_jit_dump)" -eq 1 ]
 
-# --- 3. node --perf-basic-prof ----------------------------------------------------------------
+# --- 3. In process: the library writes the names with its trace -------------------------------
+
+"$ZXS" record --in-process -q -o "$T/inproc.fxt" -- "$TARGET" "$T" 2 >"$T/inproc.out" 2>"$T/inproc.err"
+status=$?
+check "record --in-process of jit_target exits 0 ($(tr '\n' ' ' <"$T/inproc.err"))" [ $status -eq 0 ]
+pid=$(head -n 1 "$T/inproc.out")
+rm -f "/tmp/perf-$pid.map" "$T/jit-$pid.dump"
+"$ZXS" report "$T/inproc.fxt" >"$T/inproc.txt" 2>&1
+"$ZXS" report -f folded -o "$T/inproc.folded" "$T/inproc.fxt"
+for name in hot_jit_perfmap hot_jit_dump; do
+  check "in process: top: $name is one row ($(rows_naming "$T/inproc.txt" "$name") rows)" \
+    [ "$(rows_naming "$T/inproc.txt" "$name")" -eq 1 ]
+  check "in process: folded: $name is a leaf of samples ($(leaf_samples "$T/inproc.folded" "$name"))" \
+    [ "$(leaf_samples "$T/inproc.folded" "$name")" -ge 50 ]
+done
+
+# --- 4. node --perf-basic-prof, out of process and in process ----------------------------------
+
+# node_check LABEL RECORD_ARGS...: records node running hot.js and checks the names.
+node_check() {
+  local label=$1
+  shift
+  # (node writes a V8 log into its working directory: $T.)
+  (cd "$T" && "$ZXS" record "$@" -o "$T/$label.fxt" -- node --perf-basic-prof "$T/hot.js" \
+    >"$T/$label.out" 2>"$T/$label.err")
+  local status=$?
+  check "$label: record of node exits 0 ($(tr '\n' ' ' <"$T/$label.err"))" [ $status -eq 0 ]
+  "$ZXS" report "$T/$label.fxt" >"$T/$label.txt" 2>&1
+  local pid
+  pid=$(sed -nE 's/^Process: .*\(pid ([0-9]+)\).*/\1/p' "$T/$label.txt" | head -n 1)
+  rm -f "/tmp/perf-$pid.map"
+  "$ZXS" report -f folded -o "$T/$label.folded" "$T/$label.fxt"
+  # node 18 writes "LazyCompile:*hotFunction FILE:LINE", newer ones "JS:*hotFunction ...".
+  check "$label: top: hotFunction is one row ($(grep -c 'hotFunction' "$T/$label.txt") rows)" \
+    [ "$(grep -c ':[*~^]*hotFunction ' "$T/$label.txt")" -eq 1 ]
+  # Leaves outside every module: named JIT code, or a bare address.
+  local named bare
+  read -r named bare < <(awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";");
+      if (f[k] ~ /^(JS|LazyCompile|Function|Builtin|BytecodeHandler|Stub|RegExp|Eval|Script|Handler):/) j += n;
+      else if (f[k] ~ /^0x[0-9a-f]+$/) b += n } END { print j + 0, b + 0 }' "$T/$label.folded")
+  echo "$label: $named samples in named JIT code, $bare at bare addresses"
+  check "$label: most JIT samples are named ($named named, $bare bare)" \
+    [ "$named" -ge 100 ] && [ $((named * 10)) -ge $(((named + bare) * 9)) ]
+}
 
 if command -v node >/dev/null 2>&1; then
   cat >"$T/hot.js" <<'EOF'
@@ -87,24 +136,8 @@ const end = Date.now() + 1500;
 while (Date.now() < end) total += hotFunction(100000);
 console.log(total > 0 ? "ok" : "no");
 EOF
-  # (node writes a V8 log into its working directory: $T.)
-  (cd "$T" && "$ZXS" record -o "$T/node.fxt" -- node --perf-basic-prof "$T/hot.js" >"$T/node.out" 2>"$T/node.err")
-  status=$?
-  check "record of node exits 0 ($(tr '\n' ' ' <"$T/node.err"))" [ $status -eq 0 ]
-  "$ZXS" report "$T/node.fxt" >"$T/node.txt" 2>&1
-  pid=$(sed -nE 's/^Process: .*\(pid ([0-9]+)\).*/\1/p' "$T/node.txt" | head -n 1)
-  rm -f "/tmp/perf-$pid.map"
-  "$ZXS" report -f folded -o "$T/node.folded" "$T/node.fxt"
-  # node 18 writes "LazyCompile:*hotFunction FILE:LINE", newer ones "JS:*hotFunction ...".
-  check "top: hotFunction is one row ($(grep -c 'hotFunction' "$T/node.txt") rows)" \
-    [ "$(grep -c ':[*~^]*hotFunction ' "$T/node.txt")" -eq 1 ]
-  # Leaves outside every module: named JIT code, or a bare address.
-  read -r named bare < <(awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";");
-      if (f[k] ~ /^(JS|LazyCompile|Function|Builtin|BytecodeHandler|Stub|RegExp|Eval|Script|Handler):/) j += n;
-      else if (f[k] ~ /^0x[0-9a-f]+$/) b += n } END { print j + 0, b + 0 }' "$T/node.folded")
-  echo "node: $named samples in named JIT code, $bare at bare addresses"
-  check "node: most JIT samples are named ($named named, $bare bare)" \
-    [ "$named" -ge 100 ] && [ $((named * 10)) -ge $(((named + bare) * 9)) ]
+  node_check node
+  node_check node-inprocess --in-process -q
 else
   echo "node not installed: its part skipped"
 fi

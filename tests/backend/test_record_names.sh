@@ -6,7 +6,8 @@
 #     main.spin and main.main;
 #   - C linked with -Wl,--build-id=none: main and remapped_spin named;
 #   - remap_target, which runs remapped_spin through a second mapping of its own file at an
-#     offset inside the text segment: the samples there are named remapped_spin.
+#     offset inside the text segment: the samples there are named remapped_spin, by `record` and
+#     by `record --in-process` (the library's own module capture).
 #
 #   test_record_names.sh ZXSAMPLER GO_SOURCE_DIR REMAP_TARGET REMAP_TARGET_NOID
 #
@@ -52,12 +53,13 @@ leaf_share() {
        END {print (t > 0 ? int(100 * k / t) : 0)}' "$1"
 }
 
-# record_named NAME PROGRAM ARGS...: records with --user-only into $T/NAME.fxt, then writes its
-# report, folded and markup forms beside it.
+# record_named NAME PROGRAM ARGS...: records with $record_args (--user-only unless changed) into
+# $T/NAME.fxt, then writes its report, folded and markup forms beside it.
+record_args=(-q --user-only)
 record_named() {
   local name=$1
   shift
-  if ! "$ZXS" record -q --user-only -o "$T/$name.fxt" -- "$@" >"$T/$name.out" 2>"$T/$name.err"; then
+  if ! "$ZXS" record "${record_args[@]}" -o "$T/$name.fxt" -- "$@" >"$T/$name.out" 2>"$T/$name.err"; then
     fail "$name: record failed: $(tr '\n' ' ' <"$T/$name.err")"
     return 1
   fi
@@ -122,6 +124,20 @@ check "remap_target: the copy starts inside the text segment ($(cat "$T/$(basena
   grep -q '^remapped: 0x[0-9a-f]* (inside the segment at ' "$T/$(basename "$REMAP").out"
 check "remap_target_noid: linked without a GNU build ID" \
   bash -c "! readelf -n '$REMAP_NOID' 2>/dev/null | grep -q NT_GNU_BUILD_ID"
+
+# In process (record --in-process: the library's module capture). A frame-pointer walk from the
+# frameless leaf goes past main to its caller.
+record_args=(--in-process -q)
+for target in "$REMAP" "$REMAP_NOID"; do
+  name=inprocess-$(basename "$target")
+  record_named "$name" "$target" 1 || continue
+  check "$name: the program ran through its second mapping ($(cat "$T/$name.out"))" \
+    grep -q '^remapped: ' "$T/$name.out"
+  check_names "$name" "$(readlink -f "$target")" remapped_spin __libc_start_call_main
+  check "$name: the markup has two modules of $(readlink -f "$target")" \
+    [ "$(grep -c "^{{{module:[0-9]*:$(readlink -f "$target"):elf:" "$T/$name.markup")" -eq 2 ]
+done
+record_args=(-q --user-only)
 
 # --- Go, built the default way (item 1) -----------------------------------------------------------
 
