@@ -1007,6 +1007,10 @@ zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out) {
   return status;
 }
 
+zx_status_t zxs_elf_open_file_only(const char* path, zxs_elf_t** out) {
+  return open_file(path, out);
+}
+
 zx_status_t zxs_elf_open_memory(const void* data, size_t size, zxs_elf_t** out) {
   if ((data == NULL && size > 0) || out == NULL) {
     return ZX_ERR_INVALID_ARGS;
@@ -1046,7 +1050,7 @@ zx_status_t zxs_elf_module_id(const zxs_elf_t* elf, const uint8_t** id, size_t* 
 zx_status_t zxs_elf_file_id(const char* path, uint8_t id[ZXS_BUILD_ID_MAX], size_t* size) {
   zxs_elf_t* elf = NULL;
   const uint8_t* found = NULL;
-  zx_status_t status = open_file(path, &elf);  // (no debug file: nothing fetched in process)
+  zx_status_t status = zxs_elf_open_file_only(path, &elf);
   if (status == ZX_OK) {
     status = zxs_elf_module_id(elf, &found, size);
   }

@@ -73,6 +73,10 @@ typedef struct zxs_elf_location {
 // Thread-safe (each call makes its own handle).
 zx_status_t zxs_elf_open(const char* path, zxs_elf_t** out);
 
+// As zxs_elf_open(), the file alone: no separate debug file is looked for and nothing is fetched
+// (for a module captured in process, where the program is still running). Thread-safe.
+zx_status_t zxs_elf_open_file_only(const char* path, zxs_elf_t** out);
+
 // As zxs_elf_open(), for an image of `size` bytes in memory laid out as the file (e.g. the
 // vDSO, whose whole file is mapped at AT_SYSINFO_EHDR). Everything needed is copied: `data`
 // need not outlive the call. Such a handle has no source lines (libdw needs a file).

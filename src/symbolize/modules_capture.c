@@ -285,7 +285,7 @@ static zx_status_t add_remaps(capture_state_t* state) {
       zxs_elf_close(elf);
       elf = NULL;
       open_path = r->path;
-      if (zxs_elf_open(r->path, &elf) != ZX_OK) elf = NULL;
+      if (zxs_elf_open_file_only(r->path, &elf) != ZX_OK) elf = NULL;
     }
     if (elf != NULL) status = add_remap(state, r, elf);
   }
