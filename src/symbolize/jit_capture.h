@@ -1,7 +1,8 @@
 // JIT code names captured while recording (internal; Linux): each process's perf map
 // (/tmp/perf-PID.map) and the jitdump files it mapped (jit-PID.dump), read when the process
-// exits or the recording ends, since JITs leave these files to be deleted or rewritten by the
-// next process of the same pid. Not async-signal-safe.
+// exits or the recording ends (in process: when the library writes its trace), since JITs leave
+// these files to be deleted or rewritten by the next process of the same pid. Not
+// async-signal-safe.
 //
 // A file is read only when it is a regular file (not a link: O_NOFOLLOW), owned by root, by the
 // recorder's effective uid or by the process's uid (/proc/PID, while it exists), and at most
