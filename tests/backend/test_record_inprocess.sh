@@ -113,12 +113,13 @@ fi
 
 # Signals sent to zxsampler reach the program (whose library writes the profile as it dies of
 # them), and zxsampler ends as the program did; none is orphaned. Job control on: a background
-# job's SIGINT is not ignored.
+# job's SIGINT is not ignored; and each starts at the signal's default action, since zxsampler
+# rightly leaves ignored a signal it was started with ignored (under nohup, say).
 set -m
 for sig in TERM INT HUP; do
   rm -f "$dir/ready" "$dir/sig.fxt"
-  "$zxs" record "${mode[@]}" -q -o "$dir/sig.fxt" -- "$target" wait "$dir/ready" \
-    >/dev/null 2>"$dir/err.txt" &
+  env --default-signal="$sig" "$zxs" record "${mode[@]}" -q -o "$dir/sig.fxt" -- \
+    "$target" wait "$dir/ready" >/dev/null 2>"$dir/err.txt" &
   zpid=$!
   while [ ! -e "$dir/ready" ] && kill -0 "$zpid" 2>/dev/null; do sleep 0.05; done
   child=$(pgrep -P "$zpid" | head -1)
