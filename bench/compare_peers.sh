@@ -61,7 +61,7 @@ mkdir -p "$OUT"
 PW=$BUILD/bench/peer_workload
 IF=$BUILD/bench/interrupt_floor
 ZXS=$BUILD/tools/zxsampler
-PRELOAD=$BUILD/tools/libzxsampler-preload.so
+PRELOAD=$BUILD/src/libzxsampler-preload.so
 for f in "$PW" "$IF" "$ZXS" "$PRELOAD"; do
   [[ -e $f ]] || { echo "compare_peers: $f not built (BUILD=$BUILD)" >&2; exit 1; }
 done

@@ -20,7 +20,7 @@ P=${P:-300}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 ZXS=$BUILD/tools/zxsampler
-PRELOAD=$BUILD/tools/libzxsampler-preload.so
+PRELOAD=$BUILD/src/libzxsampler-preload.so
 [[ -x $ZXS && -e $PRELOAD ]] || { echo "record_processes: build $BUILD first" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "record_processes: needs GNU time (apt-get install time)" >&2; exit 1; }
 OUT=$(mktemp -d /tmp/record_processes.XXXXXX)
