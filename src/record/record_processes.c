@@ -402,8 +402,9 @@ static bool spool_sample(record_processes_t* s, process_t* p, uint32_t tid, uint
 static void on_sample(record_processes_t* s, const struct perf_event_header* h) {
   const size_t words = (h->size - sizeof(*h)) / 8;
   if (words < 3) return;
-  uint64_t w[words];
-  memcpy(w, h + 1, words * 8);
+  // Read where it lies (the batch, or the ring; 8-aligned in both): a copy of a 32 KiB record
+  // cost more than the walk.
+  const uint64_t* w = (const uint64_t*)(const void*)(h + 1);
   const uint32_t pid = (uint32_t)w[0], tid = (uint32_t)(w[0] >> 32);
   const uint64_t time = w[1];
   size_t i = 3;  // pid/tid, time, cpu
@@ -773,6 +774,51 @@ void record_processes_flush(record_processes_t* s) {
   s->batch_len = 0;
 }
 
+// The word index, in a sample's body, of its stack copy's size (PERF_SAMPLE_STACK_USER), or 0
+// when it has none. The kernel reserves the whole requested copy in each record and fills
+// dyn_size bytes of it: a thread a few frames deep fills a few KiB of the default 32.
+static size_t stack_size_word(const record_processes_t* s, const uint64_t* w, size_t words) {
+  if ((s->sample_type & PERF_SAMPLE_STACK_USER) == 0) return 0;
+  size_t i = 3;  // pid/tid, time, cpu
+  if (s->sample_type & PERF_SAMPLE_CALLCHAIN) {
+    if (i >= words || w[i] > words - i - 1) return 0;
+    i += 1 + w[i];
+  }
+  if (i >= words) return 0;
+  if (w[i++] != PERF_SAMPLE_REGS_ABI_NONE) {
+    i += s->unwinder != NULL ? ZXS_PERF_REG_DWARF_COUNT : ZXS_PERF_REG_COUNT;
+  }
+  return i < words ? i : 0;
+}
+
+// Copies sample `h` into `out` (room for h->size bytes) with its stack copy cut to the bytes
+// the kernel filled; returns the new size. Records of any other shape are copied as they are.
+static size_t compact_sample(const record_processes_t* s, const struct perf_event_header* h,
+                             uint8_t* out) {
+  const uint64_t* w = (const uint64_t*)(const void*)(h + 1);
+  const size_t words = (h->size - sizeof(*h)) / 8;
+  const size_t at = stack_size_word(s, w, words);
+  const uint64_t size = at != 0 ? w[at] : 0;
+  if (size == 0 || size % 8 != 0 || size / 8 >= words - at) {
+    memcpy(out, h, h->size);
+    return h->size;
+  }
+  const uint64_t dyn = w[at + 1 + size / 8];
+  const uint64_t kept = dyn <= size ? (dyn + 7) & ~(uint64_t)7 : size;
+  const size_t tail = words - (at + 1 + size / 8);  // dyn_size and anything after it
+  uint8_t* o = out;
+  memcpy(o, h, sizeof(*h) + at * 8);
+  o += sizeof(*h) + at * 8;
+  memcpy(o, &kept, 8);
+  memcpy(o + 8, &w[at + 1], kept);
+  memcpy(o + 8 + kept, &w[at + 1 + size / 8], tail * 8);
+  const size_t total = sizeof(*h) + (at + 1 + tail) * 8 + kept;
+  struct perf_event_header nh = *h;
+  nh.size = (uint16_t)total;
+  memcpy(out, &nh, sizeof(nh));
+  return total;
+}
+
 static void add_to_batch(record_processes_t* s, const struct perf_event_header* h, uint64_t time,
                          bool runtime) {
   if (s->batch_len + h->size > BATCH_LIMIT && !s->pcs) record_processes_flush(s);
@@ -787,7 +833,11 @@ static void add_to_batch(record_processes_t* s, const struct perf_event_header* 
     }
     return;
   }
-  memcpy(s->batch + s->batch_len, h, h->size);
+  if (h->type == PERF_RECORD_SAMPLE && !runtime && h->size % 8 == 0) {
+    size = compact_sample(s, h, s->batch + s->batch_len);
+  } else {
+    memcpy(s->batch + s->batch_len, h, h->size);
+  }
   s->entries[s->entry_count] = (batch_entry_t){
       .time = time, .offset = s->batch_len, .seq = s->entry_count, .runtime = runtime};
   s->entry_count++;

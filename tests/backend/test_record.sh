@@ -13,7 +13,8 @@
 #   - unreadable, garbage, empty and truncated profiles exit 1 with an error naming the
 #     problem, and nothing crashes;
 #   - a program killed by SIGTERM still leaves a profile, and so does one whose recorder was sent
-#     SIGTERM (which it passes on).
+#     SIGTERM (which it passes on);
+#   - the program keeps its nice while the recorder, as root, drains at nice -10.
 set -u
 
 if [ $# -ne 2 ]; then
@@ -92,6 +93,17 @@ check "an fxt re-export reports the same as the original" cmp -s "$T/top.txt" "$
 status=$?
 check "record -f folded exits 0 (got $status)" [ "$status" -eq 0 ]
 check "record -f folded writes folded stacks" grep -qE ' [0-9]+$' "$T/direct.folded"
+# The recorder drains at a higher priority where it may (root); the program keeps its own nice.
+# Field 19 of /proc/PID/stat is the nice of the process's first thread, the recorder's drain.
+own_nice=$(cut -d' ' -f19 /proc/self/stat)
+"$ZXS" record -o "$T/nice.fxt" -- sh -c 'sleep 0.3; echo "$(cut -d" " -f19 /proc/$$/stat) $(cut -d" " -f19 /proc/$PPID/stat)"' \
+  >"$T/nice.out" 2>/dev/null
+read -r program_nice recorder_nice <"$T/nice.out"
+check "the program runs at the nice it was started with ($own_nice; got '${program_nice:-}')" \
+  [ "${program_nice:-x}" = "$own_nice" ]
+if [ "$(id -u)" = 0 ] && [ "$own_nice" -gt -10 ]; then
+  check "as root, the recorder drains at nice -10 (got '${recorder_nice:-}')" [ "${recorder_nice:-x}" = -10 ]
+fi
 
 # --- help and bad arguments -----------------------------------------------------------------
 

@@ -18,8 +18,12 @@ static void ring_copy(const uint8_t* data, size_t data_size, uint64_t pos, void*
 // handed over): the kernel wrote them on the sampled CPU, usually long enough ago for them to
 // have left this CPU's caches, and the walk's loads then each waited out a miss in turn (40% of
 // the collector's time). Prefetched while the current record is handled, the misses overlap.
+#ifndef PREFETCH_MAX
+#define PREFETCH_MAX 4096u
+#endif
 static void ring_prefetch(const uint8_t* data, size_t data_size, uint64_t pos, size_t len) {
   enum { kLine = 64 };
+  if (len > PREFETCH_MAX) len = PREFETCH_MAX;
   for (size_t off = 0; off < len; off += kLine) {
     __builtin_prefetch(data + ((pos + off) & (data_size - 1)), 0, 3);
   }
