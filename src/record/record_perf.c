@@ -58,7 +58,8 @@ struct record_perf {
   uint64_t sample_type;
   bool kernel;
   uint64_t attach_failures;
-  size_t ring_cut;  // the smallest sampling ring the locked-memory limit allowed, if it cut any
+  size_t ring_cut;    // the smallest sampling ring the locked-memory limit allowed, if it cut any
+  size_t ring_limit;  // the most a sampling ring may take: its share once the limit cut one
   size_t page;
   uint64_t scratch[65536 / 8];  // one record, copied out of a ring
 };
@@ -131,6 +132,9 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
   *out_fd = fd;
   ring_t* r = &rings[cpu];
   if (r->fd >= 0) return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) == 0 ? 0 : -errno;
+  if (rings == p->rings && p->ring_limit != 0 && p->ring_limit < ring_bytes) {
+    ring_bytes = p->ring_limit;
+  }
   size_t size = ring_bytes;
   void* base = MAP_FAILED;
   // Past the locked-memory allowance (unprivileged users), a smaller ring still works.
@@ -140,11 +144,24 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
     size /= 2;
   }
   if (base == MAP_FAILED) return -errno;
+  const size_t mapped = size;
+  if (rings == p->rings && size < ring_bytes) {
+    // The first CPU cut takes its share of what is left, not all of it: the rings of the CPUs
+    // after it (and their side-band rings) come from the same allowance. Unshared, the first
+    // CPU had 8 MiB and the second 256 KiB, 8 samples of a 32 KiB stack copy.
+    const size_t rest = (size_t)(p->cpus - cpu);
+    const size_t side = p->sb_rings[cpu].base != NULL ? p->sb_rings[cpu].data_size + p->page : 0;
+    const size_t granted = size + p->page;
+    while (size > 8 * p->page && rest * (size + p->page) + (rest - 1) * side > granted) {
+      size /= 2;
+    }
+    p->ring_limit = size;
+  }
   if (size < ring_bytes && attr->watermark) {
     // Cut to what locked memory allows. The wake-up threshold was fixed when the event was
     // opened, for the ring asked for: it must follow the ring granted, or the reader is woken
     // only once the ring is full (and what comes next is lost). The event is opened again.
-    munmap(base, p->page + size);
+    munmap(base, p->page + mapped);
     p->fd_count--;
     close(fd);
     struct perf_event_attr cut = *attr;

@@ -125,12 +125,12 @@ static void print_summary(const record_run_options_t* o, const record_totals_t* 
                           uint64_t not_attached, bool kernel, size_t ring_cut, bool raised) {
   char cut[512];
   describe_cut(ring_cut, o, cut, sizeof(cut));
-  if (cut[0] == '\0' && !raised) {
-    snprintf(cut, sizeof(cut),
-             "the recorder could not raise its priority to drain them when the program keeps "
-             "every CPU busy (that needs root, CAP_SYS_NICE or ulimit -e 30); a larger --buffer "
-             "helps");
-  }
+  char hint[1024];
+  snprintf(hint, sizeof(hint), "%s%s", cut[0] != '\0' ? cut : "a larger --buffer helps",
+           raised ? ""
+                  : "; and the recorder could not raise its priority to drain them while the "
+                    "program keeps every CPU busy (that needs root, CAP_SYS_NICE, or a 'nice' "
+                    "limit of -10 in limits.conf)");
   if (!o->quiet) {
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
@@ -150,8 +150,7 @@ static void print_summary(const record_run_options_t* o, const record_totals_t* 
             "%s: warning: %llu samples lost (%.2f%%): the rings filled faster than they were "
             "read; %s\n",
             PROG, (unsigned long long)t->lost,
-            100.0 * (double)t->lost / (double)(t->lost + t->samples),
-            cut[0] != '\0' ? cut : "a larger --buffer helps");
+            100.0 * (double)t->lost / (double)(t->lost + t->samples), hint);
   } else if (cut[0] != '\0' && !o->quiet) {
     fprintf(stderr, "%s: note: %s\n", PROG, cut);
   }
@@ -220,8 +219,7 @@ static bool set_thread_nice(int nice) {
 // Records until the program exits (reaped into *wstatus), a signal ends an attach, or the
 // duration is over; then drains what the rings still hold.
 static void record_until_done(const record_run_options_t* o, record_perf_t* perf, int pidfd,
-                              record_processes_t* procs, pid_t target, int* wstatus,
-                              bool* raised) {
+                              record_processes_t* procs, pid_t target, int* wstatus, bool* raised) {
   const uint64_t deadline = o->duration_s > 0 ? now_ms() + o->duration_s * 1000u : 0;
   errno = 0;
   const int nice_before = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));

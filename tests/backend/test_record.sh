@@ -14,7 +14,8 @@
 #     problem, and nothing crashes;
 #   - a program killed by SIGTERM still leaves a profile, and so does one whose recorder was sent
 #     SIGTERM (which it passes on);
-#   - the program keeps its nice while the recorder, as root, drains at nice -10.
+#   - the program keeps its nice while the recorder, as root, drains at nice -10;
+#   - as nobody under an 8 MiB locked-memory limit, no CPU's ring is starved by the first's.
 set -u
 
 if [ $# -ne 2 ]; then
@@ -103,6 +104,25 @@ check "the program runs at the nice it was started with ($own_nice; got '${progr
   [ "${program_nice:-x}" = "$own_nice" ]
 if [ "$(id -u)" = 0 ] && [ "$own_nice" -gt -10 ]; then
   check "as root, the recorder drains at nice -10 (got '${recorder_nice:-}')" [ "${recorder_nice:-x}" = -10 ]
+fi
+# Unprivileged, the locked-memory allowance cuts the rings: every CPU gets its share (the first
+# CPU's ring took 8 MiB and left the second 256 KiB, 8 samples of the default stack copy).
+# Run as nobody where nobody can reach the build (not under a 0700 home).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+  setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$ZXS" 2>/dev/null &&
+  setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$WORKLOAD" 2>/dev/null; then
+  mkdir -p "$T/nobody" && chmod 0777 "$T" "$T/nobody"
+  (ulimit -l 8192 && setpriv --reuid=65534 --regid=65534 --clear-groups \
+    "$ZXS" record -F 1000 -o "$T/nobody/p.fxt" -- "$WORKLOAD" 0.2) >/dev/null 2>"$T/nobody.err"
+  cut_kib=$(sed -n 's/.*the rings were cut to \([0-9]*\) KiB a CPU.*/\1/p' "$T/nobody.err" | head -1)
+  cpus=$(getconf _NPROCESSORS_CONF)
+  if [ -n "$cut_kib" ]; then
+    check "as nobody, the rings share the allowance ($cpus x $cut_kib KiB >= 1 MiB)" \
+      [ $((cut_kib * cpus)) -ge 1024 ]
+  else
+    check "as nobody, a profile was written ($(tr '\n' ' ' <"$T/nobody.err"))" \
+      grep -q "written to" "$T/nobody.err"
+  fi
 fi
 
 # --- help and bad arguments -----------------------------------------------------------------
