@@ -25,6 +25,7 @@
 #include "runtime_pairs_linux.h"
 #include "sorted_search.h"
 #include "trace_file.h"
+#include "u64_map.h"
 
 #define MAX_FRAMES ZXS_TRACE_MAX_FRAMES
 #define COMM_MAX 16u
@@ -75,14 +76,6 @@ typedef struct id_sum {
   uint64_t id, sum;
 } id_sum_t;
 
-// An open-addressing map from a pid or tid to an index (+1; 0 = empty).
-typedef struct id_map {
-  uint32_t* keys;
-  uint32_t* values;
-  size_t size;  // a power of two
-  size_t used;
-} id_map_t;
-
 typedef struct batch_entry {
   uint64_t time;
   size_t offset;  // into batch
@@ -102,10 +95,9 @@ struct record_processes {
   size_t process_count, process_cap;
   thread_t* threads;
   size_t thread_count, thread_cap;
-  id_map_t pid_map;      // pid -> current process
-  id_map_t tid_map;      // tid -> current thread entry
-  uint64_t* kernel_pcs;  // unique kernel PCs (open addressing, 0 = empty)
-  size_t kernel_pc_size, kernel_pc_count;
+  zxs_u64_map_t pid_map;     // pid -> current process
+  zxs_u64_map_t tid_map;     // tid -> current thread entry
+  zxs_u64_map_t kernel_pcs;  // the kernel PCs seen (keys only)
   record_totals_t totals;
   uint8_t* batch;
   size_t batch_len, batch_cap;
@@ -142,77 +134,20 @@ typedef struct pc_record {
 } pc_record_t;
 
 // --- Maps of ids ------------------------------------------------------------------------------
-// A key is stored as key + 1, so that id 0 (the idle task, in a CPU-wide PC sample) is one too;
-// UINT32_MAX is none.
+// pid or tid (0 too: the idle task, in a CPU-wide PC sample) -> an index.
 
-static size_t id_slot(const id_map_t* m, uint32_t key) {
-  size_t slot = (key * 2654435761u) & (m->size - 1);
-  while (m->keys[slot] != 0 && m->keys[slot] != key) slot = (slot + 1) & (m->size - 1);
-  return slot;
+static bool id_map_put(zxs_u64_map_t* m, uint32_t id, uint32_t value) {
+  return zxs_u64_map_put(m, id, value);
 }
 
-static bool id_map_put(id_map_t* m, uint32_t id, uint32_t value) {
-  const uint32_t key = id + 1;
-  if (key == 0) return false;
-  if (2 * (m->used + 1) > m->size) {
-    id_map_t bigger = {.size = m->size == 0 ? 256 : 2 * m->size};
-    bigger.keys = calloc(bigger.size, sizeof(uint32_t));
-    bigger.values = calloc(bigger.size, sizeof(uint32_t));
-    if (bigger.keys == NULL || bigger.values == NULL) {
-      free(bigger.keys);
-      free(bigger.values);
-      return false;
-    }
-    for (size_t i = 0; i < m->size; i++) {
-      if (m->keys[i] == 0) continue;
-      size_t slot = id_slot(&bigger, m->keys[i]);
-      bigger.keys[slot] = m->keys[i];
-      bigger.values[slot] = m->values[i];
-    }
-    bigger.used = m->used;
-    free(m->keys);
-    free(m->values);
-    *m = bigger;
-  }
-  size_t slot = id_slot(m, key);
-  if (m->keys[slot] == 0) m->used++;
-  m->keys[slot] = key;
-  m->values[slot] = value + 1;
-  return true;
-}
-
-// The value for key, or -1.
-static int64_t id_map_get(const id_map_t* m, uint32_t id) {
-  const uint32_t key = id + 1;
-  if (m->size == 0 || key == 0) return -1;
-  size_t slot = id_slot(m, key);
-  return m->keys[slot] == key ? (int64_t)m->values[slot] - 1 : -1;
+// The value for id, or -1.
+static int64_t id_map_get(const zxs_u64_map_t* m, uint32_t id) {
+  uint64_t value;
+  return zxs_u64_map_get(m, id, &value) ? (int64_t)value : -1;
 }
 
 static void kernel_pc_add(record_processes_t* s, uint64_t pc) {
-  if (2 * (s->kernel_pc_count + 1) > s->kernel_pc_size) {
-    size_t size = s->kernel_pc_size == 0 ? 1024 : 2 * s->kernel_pc_size;
-    uint64_t* table = calloc(size, sizeof(uint64_t));
-    if (table == NULL) return;
-    for (size_t i = 0; i < s->kernel_pc_size; i++) {
-      uint64_t v = s->kernel_pcs[i];
-      if (v == 0) continue;
-      size_t slot = (v * 0x9e3779b97f4a7c15u >> 20) & (size - 1);
-      while (table[slot] != 0) slot = (slot + 1) & (size - 1);
-      table[slot] = v;
-    }
-    free(s->kernel_pcs);
-    s->kernel_pcs = table;
-    s->kernel_pc_size = size;
-  }
-  size_t slot = (pc * 0x9e3779b97f4a7c15u >> 20) & (s->kernel_pc_size - 1);
-  while (s->kernel_pcs[slot] != 0 && s->kernel_pcs[slot] != pc) {
-    slot = (slot + 1) & (s->kernel_pc_size - 1);
-  }
-  if (s->kernel_pcs[slot] == 0) {
-    s->kernel_pcs[slot] = pc;
-    s->kernel_pc_count++;
-  }
+  (void)zxs_u64_map_put(&s->kernel_pcs, pc, 0);  // a set; out of memory, the PC goes unnamed
 }
 
 // --- Processes and threads --------------------------------------------------------------------
@@ -1134,12 +1069,12 @@ static int compare_u64(const void* a, const void* b) {
 // The kernel functions that hold the sampled kernel PCs, from /proc/kallsyms, as lines
 // "START END NAME" (hex). Nothing when the kernel hides its addresses.
 static zx_status_t write_kernel_symbols(zxs_fxt_buf_t* buf, record_processes_t* s) {
-  if (s->kernel_pc_count == 0) return ZX_OK;
-  uint64_t* pcs = malloc(s->kernel_pc_count * sizeof(*pcs));
+  if (s->kernel_pcs.used == 0) return ZX_OK;
+  uint64_t* pcs = malloc(s->kernel_pcs.used * sizeof(*pcs));
   if (pcs == NULL) return ZX_ERR_NO_MEMORY;
   size_t n = 0;
-  for (size_t i = 0; i < s->kernel_pc_size; i++) {
-    if (s->kernel_pcs[i] != 0) pcs[n++] = s->kernel_pcs[i];
+  for (size_t i = 0; i < s->kernel_pcs.size; i++) {
+    if (zxs_u64_map_key_at(&s->kernel_pcs, i, &pcs[n])) n++;
   }
   if (n > 1) qsort(pcs, n, sizeof(*pcs), compare_u64);
   // Text symbols, sorted by address.
@@ -1408,11 +1343,9 @@ void record_processes_free(record_processes_t* s) {
   }
   free(s->processes);
   free(s->threads);
-  free(s->pid_map.keys);
-  free(s->pid_map.values);
-  free(s->tid_map.keys);
-  free(s->tid_map.values);
-  free(s->kernel_pcs);
+  zxs_u64_map_free(&s->pid_map);
+  zxs_u64_map_free(&s->tid_map);
+  zxs_u64_map_free(&s->kernel_pcs);
   free(s->batch);
   free(s->entries);
   free(s->rt_ids);

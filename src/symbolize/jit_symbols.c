@@ -10,6 +10,7 @@
 #include "array_grow.h"
 #include "hex_digit.h"
 #include "sorted_search.h"
+#include "u64_map.h"
 
 zx_status_t zxs_jit_symbols_add(zxs_jit_symbols_t* set, uint64_t start, uint64_t size,
                                 const char* name, size_t len) {
@@ -110,56 +111,19 @@ static uint64_t u64_at(const uint8_t* p) {
   return v;
 }
 
-// Code index -> the index of the symbol last loaded with it (open addressing, keys + 1).
-typedef struct code_index_map {
-  uint64_t* keys;  // code index + 1; 0 = empty (an index of UINT64_MAX is not kept)
-  size_t* values;
-  size_t size, used;
-} code_index_map_t;
-
-static size_t code_slot(const code_index_map_t* m, uint64_t key) {
-  size_t slot = (size_t)((key * 0x9e3779b97f4a7c15u) >> 17) & (m->size - 1);
-  while (m->keys[slot] != 0 && m->keys[slot] != key) slot = (slot + 1) & (m->size - 1);
-  return slot;
-}
-
-static bool code_map_put(code_index_map_t* m, uint64_t code_index, size_t symbol) {
-  if (code_index == UINT64_MAX) return true;
-  if (2 * (m->used + 1) > m->size) {
-    code_index_map_t grown = {.size = m->size == 0 ? 256 : m->size * 2, .used = m->used};
-    grown.keys = calloc(grown.size, sizeof(*grown.keys));
-    grown.values = malloc(grown.size * sizeof(*grown.values));
-    if (grown.keys == NULL || grown.values == NULL) {
-      free(grown.keys);
-      free(grown.values);
-      return false;
-    }
-    for (size_t i = 0; i < m->size; i++) {
-      if (m->keys[i] == 0) continue;
-      const size_t slot = code_slot(&grown, m->keys[i]);
-      grown.keys[slot] = m->keys[i];
-      grown.values[slot] = m->values[i];
-    }
-    free(m->keys);
-    free(m->values);
-    *m = grown;
-  }
-  const size_t slot = code_slot(m, code_index + 1);
-  if (m->keys[slot] == 0) m->used++;
-  m->keys[slot] = code_index + 1;
-  m->values[slot] = symbol;
-  return true;
+// Code index -> the index of the symbol last loaded with it.
+static bool code_map_put(zxs_u64_map_t* m, uint64_t code_index, size_t symbol) {
+  return code_index == UINT64_MAX || zxs_u64_map_put(m, code_index, symbol);  // not kept
 }
 
 // The symbol loaded with `code_index`, or SIZE_MAX.
-static size_t code_map_get(const code_index_map_t* m, uint64_t code_index) {
-  if (m->size == 0 || code_index == UINT64_MAX) return SIZE_MAX;
-  const size_t slot = code_slot(m, code_index + 1);
-  return m->keys[slot] != 0 ? m->values[slot] : SIZE_MAX;
+static size_t code_map_get(const zxs_u64_map_t* m, uint64_t code_index) {
+  uint64_t symbol;
+  return zxs_u64_map_get(m, code_index, &symbol) ? (size_t)symbol : SIZE_MAX;
 }
 
 // A JIT_CODE_MOVE: the function loaded with that code index now lives at its new address.
-static zx_status_t move_code(zxs_jit_symbols_t* set, code_index_map_t* loaded, const uint8_t* r) {
+static zx_status_t move_code(zxs_jit_symbols_t* set, zxs_u64_map_t* loaded, const uint8_t* r) {
   const uint64_t new_addr = u64_at(r + 40), code_size = u64_at(r + 48), code_index = u64_at(r + 56);
   const size_t symbol = code_map_get(loaded, code_index);
   if (symbol == SIZE_MAX) {
@@ -184,7 +148,7 @@ zx_status_t zxs_jit_parse_jitdump(zxs_jit_symbols_t* set, const void* data, size
   if (u32_at(bytes) != JITDUMP_MAGIC || header_size < JITDUMP_HEADER_SIZE || header_size > size) {
     return ZX_ERR_IO_DATA_INTEGRITY;
   }
-  code_index_map_t loaded = {0};
+  zxs_u64_map_t loaded = {0};
   zx_status_t status = ZX_OK;
   for (size_t at = header_size; status == ZX_OK && size - at >= JITDUMP_PREFIX_SIZE;) {
     const uint8_t* r = bytes + at;
@@ -207,8 +171,7 @@ zx_status_t zxs_jit_parse_jitdump(zxs_jit_symbols_t* set, const void* data, size
     }
     at += record_size;
   }
-  free(loaded.keys);
-  free(loaded.values);
+  zxs_u64_map_free(&loaded);
   return status;
 }
 
