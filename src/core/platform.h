@@ -153,6 +153,11 @@ zx_status_t zxs_prim_sampling_init(void);
 // it disables writes, so nothing taken before stop is lost. Nothing to do for sources that write
 // from the interrupted thread.
 void zxs_prim_sampling_flush(void);
+// A session was started on the calling thread with `period` (after its threads were armed): a
+// backend may prepare to sample the threads this one creates from now on without a resource of
+// their own (Linux: perf-ring's events inherited by every thread the caller creates, for threads
+// the descriptor budget cannot give events; see source_perf_ring.c). Nothing to do elsewhere.
+void zxs_prim_sampling_started(zx_duration_t period);
 // No session samples any more (the last one was destroyed): a backend releases what its sources
 // keep from one start to the next (perf-ring's per-CPU rings). Nothing to do for the others.
 void zxs_prim_sampling_idle(void);

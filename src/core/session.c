@@ -417,6 +417,7 @@ zx_status_t zxs_sampler_start(zx_handle_t iob) {
     // the failure is counted in the stats.
     (void)arm_slot(s, slot);
   }
+  zxs_prim_sampling_started(s->config.period);
   s->state = SESSION_RUNNING;
   unlock_session(s);
   return ZX_OK;

@@ -1231,6 +1231,74 @@ static void test_descriptor_budget(void** state) {
   zxs_prim_source_disarm(slot);
 }
 
+// Out of descriptors, perf-ring still samples the threads created after the session started by
+// the thread that started it: through the events they inherited (the covering events). Every
+// thread is perf-ring, none falls back, each thread's samples are its own and none is counted
+// twice (the first threads, armed with events of their own, are taken over by the covering
+// events when those start sampling).
+static void test_ring_covered_threads(void** state) {
+  (void)state;
+  if (!use_source("perf-ring")) {
+    skip();
+  }
+  unsetenv("ZXSAMPLER_SOURCE");
+  zxs_prim_sampling_idle();  // no covering events of an earlier test's thread
+  enum { kThreads = 12 };
+  const uint32_t per_thread = zxs_linux_ring_thread_fds();
+  // perf-ring's share of the budget is a quarter of the limit: 4 threads' events, of which the
+  // covering events take 2.
+  const rlim_t limit = 16 * (rlim_t)per_thread < 64 ? 64 : 16 * (rlim_t)per_thread;
+  struct rlimit saved, low;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  low = saved;
+  low.rlim_cur = limit;
+  assert_true(count_dir("/proc/self/fd") < (int)limit / 4);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  zxs_prim_sampling_started(1000000);                   // as zxs_sampler_start does, on this thread
+  const int open_covered = count_dir("/proc/self/fd");  // the rings and covering events made
+
+  static worker_t w[kThreads];
+  memset(w, 0, sizeof(w));
+  zxs_thread_slot_t* slots[kThreads];
+  for (int i = 0; i < kThreads; i++) {
+    w[i].busy_ns = 60000000;
+    assert_int_equal(pthread_create(&w[i].thread, NULL, busy_worker, &w[i]), 0);
+  }
+  for (int i = 0; i < kThreads; i++) {
+    slots[i] = attach_worker((uint32_t)i + 1, &w[i]);
+    assert_int_equal(zxs_prim_source_arm(slots[i], 1000000), ZX_OK);
+    assert_int_equal(atomic_load(&slots[i]->source_kind), ZXS_SOURCE_PERF_RING);
+    assert_int_equal(atomic_load(&slots[i]->source_failures), 0);
+  }
+  // The threads armed with events of their own before the covering events sampled were taken
+  // over: none of their descriptors is left.
+  print_message("covered: %d descriptors open before the threads, %d after\n", open_covered,
+                count_dir("/proc/self/fd"));
+  assert_true(count_dir("/proc/self/fd") <= open_covered);
+  for (int i = 0; i < kThreads; i++) atomic_store(&w[i].step, 1);
+  for (int i = 0; i < kThreads; i++) wait_for(&w[i].done, 1);
+  for (int i = 0; i < kThreads; i++) zxs_prim_source_disarm(slots[i]);
+  for (int i = 0; i < kThreads; i++) {
+    atomic_store(&w[i].step, 2);
+    assert_int_equal(pthread_join(w[i].thread, NULL), 0);
+  }
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  zxs_prim_sampling_idle();  // closes the covering events with the rings
+
+  const uint64_t expected = 60;  // 60 ms of CPU at 1 ms
+  uint64_t total = 0;
+  for (int i = 0; i < kThreads; i++) {
+    const uint64_t n = atomic_load(&g_samples[i + 1]);
+    print_message("covered: thread %d: %llu samples (expected about %llu)\n", i,
+                  (unsigned long long)n, (unsigned long long)expected);
+    assert_true(n > 0);
+    assert_true(n <= expected * 3 / 2 + 5);  // twice would be a thread counted twice
+    assert_clean((uint32_t)i + 1);
+    total += n;
+  }
+  assert_true(total + atomic_load(&g_dropped) >= kThreads * expected / 4);
+}
+
 static const char* path_name(zxs_sample_source_t path) {
   return path == ZXS_SOURCE_PERF_RING         ? "ring"
          : path == ZXS_SOURCE_PERF_TASK_CLOCK ? "signal"
@@ -1656,6 +1724,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_perf_recycled_fd, reset),
       cmocka_unit_test_teardown(test_perf_fd_beyond_routes, reset),
       cmocka_unit_test_teardown(test_descriptor_budget, reset),
+      cmocka_unit_test_teardown(test_ring_covered_threads, reset),
       cmocka_unit_test_teardown(test_perf_samples_self, reset),
       cmocka_unit_test_teardown(test_cputimer_samples_self, reset),
       cmocka_unit_test_teardown(test_perf_samples_other_thread, reset),

@@ -196,6 +196,14 @@ bool zxs_linux_taskstats_drain(int fd, pid_t tgid, zxs_linux_task_exit_fn on_exi
 // thread-safe.
 bool zxs_linux_taskstats_process(int* fd, pid_t tgid, int64_t* cpu_time, int64_t* queue_time);
 
+// --- sources.c --------------------------------------------------------------------------------
+
+// The perf sources' descriptor budget (at most half of the soft RLIMIT_NOFILE): takes `need`
+// from it, or from its first `share`-th; false (nothing taken) when they do not fit.
+bool zxs_linux_fds_reserve(uint32_t need, uint32_t share);
+// Gives back `count` descriptors taken with zxs_linux_fds_reserve.
+void zxs_linux_fds_unreserve(uint32_t count);
+
 // --- source_perf_ring.c -----------------------------------------------------------------------
 
 // Whether a task-clock event with a kernel callchain and a ring buffer can be opened and mapped
@@ -206,6 +214,20 @@ uint32_t zxs_linux_ring_thread_fds(void);
 // Arms the kernel-walked perf source of `slot`: statuses as zxs_linux_perf_arm (NOT_SUPPORTED
 // also when the ring cannot be mapped: the locked-memory limit).
 zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen);
+// Arms `slot` without descriptors of its own when the covering events (zxs_linux_ring_cover)
+// sample its thread: it was created, after they were opened, by their thread or by a thread they
+// cover, and `period` is theirs; with `if_sampling`, only while they already sample (a thread
+// they cover is then interrupted by them whatever else samples it). ZX_ERR_NOT_SUPPORTED
+// otherwise (the caller arms it another way).
+zx_status_t zxs_linux_ring_arm_covered(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen,
+                                       bool if_sampling);
+// Opens the covering events on the calling thread, once (kept until the rings are released):
+// per CPU a task-clock event of `period` and a dummy event that reports thread creations, both
+// inherited by every thread the caller creates from now on, and by theirs (Linux 5.13:
+// inherit_thread, remove_on_exec; not by child processes). They sample only while a covered
+// thread is armed. Nothing happens when they cannot be had (older kernels, the descriptor
+// budget, the locked-memory limit).
+void zxs_linux_ring_cover(zx_duration_t period);
 // Stops the slot's events and writes what the rings hold (while writes are enabled).
 void zxs_linux_ring_disarm(zxs_thread_slot_t* slot);
 // After fork, in the child: unmaps and closes every inherited ring and event without disabling

@@ -30,8 +30,9 @@ uint32_t zxs_linux_ring_stack_copy(bool* configured) {
 void zxs_linux_ring_attr(struct perf_event_attr* attr, zx_duration_t period, size_t data_size,
                          uint32_t stack_copy) {
   zxs_linux_task_clock_attr(attr, period);
-  attr->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |
-                      PERF_SAMPLE_STACK_USER;
+  // PERF_SAMPLE_ID: the event's id, its parent's for an inherited copy (the covering events).
+  attr->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID | PERF_SAMPLE_CPU |
+                      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
   attr->sample_regs_user = ZXS_PERF_REGS_MASK;
   attr->sample_stack_user = stack_copy;
   attr->read_format = PERF_FORMAT_LOST;  // Linux 6.0

@@ -16,7 +16,9 @@
 // of the collector thread's on each CPU (it never counts; the collector outlives every thread
 // that writes there) and are kept across stop and start: zxs_prim_sampling_idle() releases them
 // once no session samples any more. The collector wakes when a ring is half full and every
-// DRAIN_INTERVAL_MS while threads are armed; it finds a sample's thread by its tid.
+// DRAIN_INTERVAL_MS while threads are armed; it finds a sample's thread by its tid. A thread
+// past the descriptor budget may instead be sampled by events it inherited from the thread that
+// started the session (see "Covering events" below).
 //
 // Why no signal: the signal source pays, per sample, an irq_work self-interrupt, the signal
 // frame, a sigreturn and a re-arm ioctl on top of the timer interrupt: ~50 us here against `perf
@@ -108,6 +110,7 @@ typedef struct thread_events {
   uint32_t copy;
   uint32_t copy_wanted;  // != copy: re-open the events with this copy after the drain
   uint32_t most_needed;  // the most any walk needed so far
+  bool covered;          // sampled by the covering events: no events, fds NULL
   uint32_t walked;       // samples walked with the full copy
   bool copy_settled;     // shrunk and grown back once: the copy stays
 } thread_events_t;
@@ -118,19 +121,35 @@ static uint32_t g_cpu_count;                        // possible CPUs
 static size_t g_data_size;                          // each ring's data bytes, a power of two
 static thread_events_t g_threads[ZXS_MAX_THREADS];  // by slot index
 static uint32_t g_armed;                            // entries of g_threads in use
-static pid_t g_tid_keys[TID_TABLE_SIZE];            // 0: empty
-static uint16_t g_tid_values[TID_TABLE_SIZE];       // index into g_threads
-static int g_epoll = -1;                            // the collector's
-static int g_wake = -1;                             // eventfd in g_epoll: "rings changed"
-static pid_t g_collector_pid;                       // process the collector runs in (0: none)
-static _Atomic pid_t g_collector_tid;               // the collector's tid, once started
+// A tid -> value table (open addressing, at most half full; g_lock).
+typedef struct tid_table {
+  pid_t keys[TID_TABLE_SIZE];  // 0: empty
+  uint64_t values[TID_TABLE_SIZE];
+  uint32_t count;
+} tid_table_t;
+static tid_table_t g_tids;             // armed threads: index into g_threads
+static tid_table_t g_covered;          // the covering events' threads: see cover_note_locked
+static int g_epoll = -1;               // the collector's
+static int g_wake = -1;                // eventfd in g_epoll: "rings changed"
+static pid_t g_collector_pid;          // process the collector runs in (0: none)
+static _Atomic pid_t g_collector_tid;  // the collector's tid, once started
 static size_t g_page;
 static uint32_t g_stack_copy;         // bytes per sample at most; set by probe()
 static bool g_copy_fixed;             // ZXSAMPLER_STACK_COPY was given: no adapting
 static bool g_copy_change_pending;    // some thread's copy_wanted differs from its copy
 static uint64_t g_record[65536 / 8];  // one record, copied out of a ring; g_lock
-
-_Static_assert(ZXS_MAX_THREADS <= 65536, "thread indexes fit g_tid_values");
+// The covering events (zxs_linux_ring_cover), per CPU with a ring: the task-clock event in
+// fds[cpu], the dummy that reports thread creations in fds[g_cpu_count + cpu] (-1: none).
+typedef struct cover {
+  int* fds;  // NULL: none
+  uint64_t* ids;
+  uint64_t* lost_seen;  // per CPU: the sampling event's lost count already counted
+  zx_duration_t period;
+  uint32_t fds_reserved;  // from sources.c's budget
+  uint32_t armed;         // threads armed through them; they sample while there are any
+  pid_t pid;              // the process they were opened in
+} cover_t;
+static cover_t g_cover;
 
 static _Atomic bool g_collector_held;  // tests: the collector drains nothing
 
@@ -193,40 +212,51 @@ uint32_t zxs_linux_ring_thread_fds(void) {
 
 static uint32_t tid_hash(pid_t tid) { return ((uint32_t)tid * 2654435761u) & (TID_TABLE_SIZE - 1); }
 
-static thread_events_t* tid_find_locked(pid_t tid) {
+// The slot of `tid` in `table`, or -1.
+static int64_t tid_slot_locked(const tid_table_t* table, pid_t tid) {
   for (uint32_t i = tid_hash(tid);; i = (i + 1) & (TID_TABLE_SIZE - 1)) {
-    if (g_tid_keys[i] == 0) return NULL;
-    if (g_tid_keys[i] == tid) return &g_threads[g_tid_values[i]];
+    if (table->keys[i] == 0) return -1;
+    if (table->keys[i] == tid) return i;
   }
 }
 
-static void tid_insert_locked(pid_t tid, uint32_t index) {
+static thread_events_t* tid_find_locked(pid_t tid) {
+  const int64_t i = tid_slot_locked(&g_tids, tid);
+  return i >= 0 ? &g_threads[g_tids.values[i]] : NULL;
+}
+
+// False when the table is half full (never for g_tids: it holds at most ZXS_MAX_THREADS).
+static bool tid_insert_locked(tid_table_t* table, pid_t tid, uint64_t value) {
   uint32_t i = tid_hash(tid);
-  while (g_tid_keys[i] != 0 && g_tid_keys[i] != tid) i = (i + 1) & (TID_TABLE_SIZE - 1);
-  g_tid_keys[i] = tid;
-  g_tid_values[i] = (uint16_t)index;
+  while (table->keys[i] != 0 && table->keys[i] != tid) i = (i + 1) & (TID_TABLE_SIZE - 1);
+  if (table->keys[i] == 0) {
+    if (2 * (table->count + 1) > TID_TABLE_SIZE) return false;
+    table->count++;
+  }
+  table->keys[i] = tid;
+  table->values[i] = value;
+  return true;
 }
 
 // Linear probing's deletion: later entries of the run move back into the hole they would
 // otherwise no longer be found across.
-static void tid_remove_locked(pid_t tid) {
-  uint32_t hole = tid_hash(tid);
-  while (g_tid_keys[hole] != tid) {
-    if (g_tid_keys[hole] == 0) return;
-    hole = (hole + 1) & (TID_TABLE_SIZE - 1);
-  }
-  for (uint32_t i = (hole + 1) & (TID_TABLE_SIZE - 1); g_tid_keys[i] != 0;
+static void tid_remove_locked(tid_table_t* table, pid_t tid) {
+  int64_t found = tid_slot_locked(table, tid);
+  if (found < 0) return;
+  uint32_t hole = (uint32_t)found;
+  for (uint32_t i = (hole + 1) & (TID_TABLE_SIZE - 1); table->keys[i] != 0;
        i = (i + 1) & (TID_TABLE_SIZE - 1)) {
-    const uint32_t home = tid_hash(g_tid_keys[i]);
+    const uint32_t home = tid_hash(table->keys[i]);
     // Movable when its home is not within (hole, i], cyclically.
     const bool in_between = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
     if (!in_between) {
-      g_tid_keys[hole] = g_tid_keys[i];
-      g_tid_values[hole] = g_tid_values[i];
+      table->keys[hole] = table->keys[i];
+      table->values[hole] = table->values[i];
       hole = i;
     }
   }
-  g_tid_keys[hole] = 0;
+  table->keys[hole] = 0;
+  table->count--;
 }
 
 // --- Draining (g_lock held) -------------------------------------------------------------------
@@ -253,12 +283,24 @@ static void adapt_copy_locked(thread_events_t* t, size_t needed) {
 }
 
 static void handle_sample(const uint64_t* w, size_t words) {
-  // {pid, tid} {time} {cpu, res} {abi} {regs[REG_COUNT]} {size} {data[size]} {dyn_size}
-  enum { TID = 0, CPU = 2, ABI = 3, REGS = 4, SIZE = REGS + ZXS_PERF_REG_COUNT, DATA = SIZE + 1 };
+  // {pid, tid} {time} {id} {cpu, res} {abi} {regs[REG_COUNT]} {size} {data[size]} {dyn_size}
+  enum {
+    TID = 0,
+    ID = 2,
+    CPU = 3,
+    ABI = 4,
+    REGS = 5,
+    SIZE = REGS + ZXS_PERF_REG_COUNT,
+    DATA = SIZE + 1
+  };
   if (words <= CPU) return;
   const uint32_t cpu = (uint32_t)w[CPU];
   thread_events_t* t = tid_find_locked((pid_t)(w[TID] >> 32));
-  if (t == NULL) return;  // not ours: cannot happen, disarm drains before it forgets a thread
+  // Not armed: a thread the covering events sample that is not attached (or no longer). A
+  // thread with events of its own counts only those: the covering events may sample it too.
+  if (t == NULL) return;
+  const bool covering = g_cover.ids != NULL && cpu < g_cpu_count && w[ID] == g_cover.ids[cpu];
+  if (covering != t->covered) return;
   if (words < DATA || w[ABI] != PERF_SAMPLE_REGS_ABI_64) {
     zxs_core_count_dropped(cpu, 1);  // no user registers (not with exclude_kernel)
     return;
@@ -277,11 +319,48 @@ static void handle_sample(const uint64_t* w, size_t words) {
   adapt_copy_locked(t, needed);
 }
 
+// A thread is covered from its creation by a covered thread (reported by that thread's copy of
+// a covering dummy) to its exit (reported by its own). The two may come in different CPUs'
+// rings, the exit drained first: an exit whose creation is not known yet is kept (its time,
+// flagged) until it comes. g_covered's value: the creation's time, or the exit's | EXITED.
+#define EXITED ((uint64_t)1 << 63)
+static void cover_note_locked(bool created, pid_t tid, uint64_t time) {
+  const int64_t at = tid_slot_locked(&g_covered, tid);
+  const uint64_t known = at >= 0 ? g_covered.values[at] : 0;
+  if (created) {
+    if (at >= 0 && (known & EXITED) != 0 && (known & ~EXITED) >= time) {
+      tid_remove_locked(&g_covered, tid);  // this very thread, gone already
+    } else {
+      (void)tid_insert_locked(&g_covered, tid, time & ~EXITED);  // full: not known, falls back
+    }
+  } else if (at >= 0 && (known & EXITED) == 0 && known <= time) {
+    tid_remove_locked(&g_covered, tid);
+  } else if (at < 0) {
+    (void)tid_insert_locked(&g_covered, tid, time | EXITED);
+  }
+}
+
+static bool cover_has_locked(pid_t tid) {
+  const int64_t at = tid_slot_locked(&g_covered, tid);
+  return at >= 0 && (g_covered.values[at] & EXITED) == 0;
+}
+
 static void on_record(void* ctx, uint32_t type, const uint64_t* body, size_t words) {
   (void)ctx;
   // PERF_RECORD_LOST: counted per event by count_lost_locked. PERF_RECORD_THROTTLE/UNTHROTTLE:
   // the kernel's own rate limit; the samples it skipped were never taken.
-  if (type == PERF_RECORD_SAMPLE) handle_sample(body, words);
+  if (type == PERF_RECORD_SAMPLE) {
+    handle_sample(body, words);
+  } else if (type == PERF_RECORD_LOST) {
+    // Thread exits may be among what was lost, and a tid they freed taken by a thread the
+    // covering events do not sample: forget what is known; creations reported from now on count.
+    memset(&g_covered, 0, sizeof(g_covered));
+  } else if ((type == PERF_RECORD_FORK || type == PERF_RECORD_EXIT) && words >= 3 &&
+             (pid_t)(uint32_t)body[0] == g_cover.pid && g_cover.fds != NULL) {
+    // From the covering dummies only (no other event of ours reports tasks): {pid, ppid}
+    // {tid, ptid} {time}.
+    cover_note_locked(type == PERF_RECORD_FORK, (pid_t)(uint32_t)body[1], body[2]);
+  }
 }
 
 static void apply_copy_changes_locked(void);
@@ -300,6 +379,7 @@ static void drain_all_locked(void) {
 // event itself (PERF_FORMAT_LOST): PERF_RECORD_LOST would only be written once the ring has room
 // again, which after the last drain never comes, and names no thread.
 static void count_lost_locked(thread_events_t* t) {
+  if (t->fds == NULL) return;  // covered: its losses are the covering events' (below)
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
     uint64_t values[2];  // {value, lost}
     if (!zxs_linux_perf_fd_is(t->fds[cpu], t->ids[cpu]) ||
@@ -318,6 +398,19 @@ static void count_lost_all_locked(void) {
     if (g_threads[i].slot != NULL) {
       count_lost_locked(&g_threads[i]);
       seen++;
+    }
+  }
+  if (g_cover.fds == NULL) return;
+  // A covering event counts what its inherited copies lost too (they write through it).
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    uint64_t values[2];  // {value, lost}
+    if (!zxs_linux_perf_fd_is(g_cover.fds[cpu], g_cover.ids[cpu]) ||
+        read(g_cover.fds[cpu], values, sizeof(values)) != (ssize_t)sizeof(values)) {
+      continue;
+    }
+    if (values[1] > g_cover.lost_seen[cpu]) {
+      zxs_core_count_dropped(cpu, values[1] - g_cover.lost_seen[cpu]);
+      g_cover.lost_seen[cpu] = values[1];
     }
   }
 }
@@ -414,7 +507,10 @@ static void wake_collector_locked(void) {
 
 // `deregister`: take them out of the collector's epoll set (not in a fork's child: the set is
 // the parent's).
+static void cover_close_locked(bool disable);
+
 static void rings_release_locked(bool deregister) {
+  cover_close_locked(deregister);  // they write to the rings (in a fork's child: its copies)
   if (g_rings == NULL) return;
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
     cpu_ring_t* r = &g_rings[cpu];
@@ -492,7 +588,7 @@ static void events_close(int* fds, const uint64_t* ids) {
 }
 
 static void thread_close_locked(thread_events_t* t) {
-  events_close(t->fds, t->ids);
+  if (t->fds != NULL) events_close(t->fds, t->ids);
   free(t->fds);
   free(t->ids);
   free(t->lost_seen);
@@ -591,6 +687,200 @@ static void apply_copy_changes_locked(void) {
   free(ids);
 }
 
+// --- Covering events (g_lock held) ------------------------------------------------------------
+//
+// A thread's own events cost a descriptor per CPU: under a descriptor limit of 256 on 2 CPUs,
+// 32 threads. Events opened with inherit are copied by the kernel into every thread their
+// thread creates afterwards (and theirs), cost no descriptor there, and write to the parent's
+// ring: `perf record` samples whole programs so. The covering events are such events, opened
+// by the thread that starts a session; a thread the budget cannot give events of its own is
+// armed through them when they cover it. Whether they do is not visible from outside (the
+// kernel keeps inherited events out of reach), so the covering dummies report each thread
+// creation (PERF_RECORD_FORK, emitted by the creating thread's copy): a thread is covered when
+// its creation was reported, or it opened them. inherit_thread keeps them out of child
+// processes; remove_on_exec drops them at exec (both Linux 5.13: without them, no cover).
+// Their samples carry the covering event's id (PERF_SAMPLE_ID names the inherited copy's
+// parent), so a thread with events of its own is never counted twice. They sample only while
+// a covered thread is armed: the threads they cover that are not attached are interrupted
+// meanwhile, and their samples dropped.
+
+static void cover_close_locked(bool disable) {
+  if (g_cover.fds == NULL) return;
+  for (uint32_t i = 0; i < 2 * g_cpu_count; i++) {
+    if (!zxs_linux_perf_fd_is(g_cover.fds[i], g_cover.ids[i])) continue;  // closed by the program
+    if (disable) ioctl(g_cover.fds[i], PERF_EVENT_IOC_DISABLE, 0);
+    close(g_cover.fds[i]);
+  }
+  zxs_linux_fds_unreserve(g_cover.fds_reserved);
+  free(g_cover.fds);
+  free(g_cover.ids);
+  free(g_cover.lost_seen);
+  memset(&g_cover, 0, sizeof(g_cover));
+  memset(&g_covered, 0, sizeof(g_covered));
+}
+
+// Starts or stops the covering task-clock events (the kernel does the same to every copy).
+static zx_status_t cover_sample_locked(bool on) {
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    if (!zxs_linux_perf_fd_is(g_cover.fds[cpu], g_cover.ids[cpu])) continue;
+    if (ioctl(g_cover.fds[cpu], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) != 0) {
+      return zxs_linux_perf_status(errno);
+    }
+  }
+  return ZX_OK;
+}
+
+// One covering event of the calling thread on `cpu`, writing to that CPU's ring.
+static int cover_open(int cpu, zx_duration_t period, bool dummy) {
+  struct perf_event_attr attr;
+  zxs_linux_ring_attr(&attr, period, g_data_size, g_stack_copy);
+  if (dummy) {
+    attr.config = PERF_COUNT_SW_DUMMY;
+    attr.sample_period = 0;
+    attr.sample_type = 0;
+    attr.sample_regs_user = 0;
+    attr.sample_stack_user = 0;
+    attr.task = 1;      // PERF_RECORD_FORK and _EXIT of the threads it is copied into
+    attr.disabled = 0;  // reports from now on
+  }
+  attr.inherit = 1;
+  attr.inherit_thread = 1;
+  attr.remove_on_exec = 1;
+  const int fd = zxs_linux_perf_event_open(&attr, (pid_t)syscall(SYS_gettid), cpu);
+  if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, g_rings[cpu].fd) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static void cover_open_locked(zx_duration_t period) {
+  const uint32_t n = 2 * g_cpu_count;
+  if (!zxs_linux_fds_reserve(n, 2)) return;
+  g_cover.fds = malloc(n * sizeof(*g_cover.fds));
+  g_cover.ids = calloc(n, sizeof(*g_cover.ids));
+  g_cover.lost_seen = calloc(g_cpu_count, sizeof(*g_cover.lost_seen));
+  g_cover.fds_reserved = n;
+  bool ok = g_cover.fds != NULL && g_cover.ids != NULL && g_cover.lost_seen != NULL;
+  for (uint32_t i = 0; g_cover.fds != NULL && i < n; i++) g_cover.fds[i] = -1;
+  for (uint32_t cpu = 0; ok && cpu < g_cpu_count; cpu++) {
+    if (!zxs_linux_perf_fd_is(g_rings[cpu].fd, g_rings[cpu].id)) continue;
+    for (int dummy = 0; ok && dummy < 2; dummy++) {
+      const uint32_t i = (uint32_t)dummy * g_cpu_count + cpu;
+      g_cover.fds[i] = cover_open((int)cpu, period, dummy != 0);
+      ok = g_cover.fds[i] >= 0;
+      if (ok) g_cover.ids[i] = zxs_linux_perf_id(g_cover.fds[i]);
+    }
+  }
+  if (!ok) {  // EINVAL before Linux 5.13, out of descriptors, ...
+    if (g_cover.fds == NULL) {
+      zxs_linux_fds_unreserve(n);
+      free(g_cover.ids);
+      free(g_cover.lost_seen);
+      memset(&g_cover, 0, sizeof(g_cover));
+      return;
+    }
+    cover_close_locked(true);
+    return;
+  }
+  g_cover.period = period;
+  g_cover.pid = getpid();
+  (void)tid_insert_locked(&g_covered, (pid_t)syscall(SYS_gettid), 0);  // it opened them
+}
+
+// Once the covering events sample, a thread they cover that has events of its own would be
+// interrupted twice a period (one sample counted): its own events are closed, and it is armed
+// through them from then on, its descriptors back in the budget. The caller holds the session
+// lock, so no arm or disarm runs meanwhile.
+static void cover_take_over_locked(void) {
+  bool any = false;
+  for (uint32_t i = 0, seen = 0; i < ZXS_MAX_THREADS && seen < g_armed; i++) {
+    thread_events_t* t = &g_threads[i];
+    if (t->slot == NULL) continue;
+    seen++;
+    if (t->covered || t->period != g_cover.period || !cover_has_locked(t->tid)) continue;
+    t->copy_wanted = t->copy;  // no re-open of events about to close
+    events_disable(t->fds, t->ids);
+    any = true;
+  }
+  if (!any) return;
+  drain_all_locked();  // what their own events took, counted as theirs
+  for (uint32_t i = 0, seen = 0; i < ZXS_MAX_THREADS && seen < g_armed; i++) {
+    thread_events_t* t = &g_threads[i];
+    if (t->slot == NULL) continue;
+    seen++;
+    if (t->covered || t->period != g_cover.period || !cover_has_locked(t->tid)) continue;
+    count_lost_locked(t);
+    events_close(t->fds, t->ids);
+    free(t->fds);
+    free(t->ids);
+    free(t->lost_seen);
+    t->fds = NULL;
+    t->ids = t->lost_seen = NULL;
+    t->copy = t->copy_wanted = g_stack_copy;
+    t->copy_settled = true;
+    t->covered = true;
+    g_cover.armed++;
+    zxs_linux_fds_unreserve(atomic_exchange(&zxs_linux_slot(t->slot)->fds_held, 0));
+  }
+}
+
+void zxs_linux_ring_cover(zx_duration_t period) {
+  if (!zxs_linux_ring_available()) return;
+  pthread_mutex_lock(&g_lock);
+  if (g_cover.fds == NULL && ensure_collector_locked() && rings_ensure_locked() == ZX_OK) {
+    cover_open_locked(period);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+zx_status_t zxs_linux_ring_arm_covered(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen,
+                                       bool if_sampling) {
+  if (!zxs_linux_ring_available()) return ZX_ERR_NOT_SUPPORTED;
+  zxs_linux_slot_t* st = zxs_linux_slot(slot);
+  const pid_t tid = (pid_t)slot->thread.koid;
+  pthread_mutex_lock(&g_lock);
+  thread_events_t* t = &g_threads[slot->index];
+  zx_status_t status = ZX_ERR_NOT_SUPPORTED;
+  if (t->slot == NULL && g_cover.fds != NULL && g_cover.period == period &&
+      g_cover.pid == getpid() && (!if_sampling || g_cover.armed > 0)) {
+    drain_all_locked();  // the thread creations reported so far
+    if (cover_has_locked(tid)) {
+      atomic_store_explicit(&st->fd, -1, memory_order_relaxed);
+      atomic_store_explicit(&st->kind, ZXS_SOURCE_PERF_RING, memory_order_relaxed);
+      zxs_linux_publish(slot, gen);
+      *t = (thread_events_t){
+          .slot = slot,
+          .tid = tid,
+          .attach_gen = atomic_load_explicit(&st->attach_gen, memory_order_relaxed),
+          .period = period,
+          .copy = g_stack_copy,
+          .copy_wanted = g_stack_copy,
+          .copy_settled = true,
+          .covered = true};
+      (void)tid_insert_locked(&g_tids, tid, slot->index);
+      g_armed++;
+      if (g_cover.armed++ == 0) {
+        cover_take_over_locked();
+        status = cover_sample_locked(true);
+      } else {
+        status = ZX_OK;
+      }
+      if (status == ZX_OK) {
+        wake_collector_locked();
+      } else {
+        g_cover.armed--;
+        zxs_linux_unpublish(slot);
+        tid_remove_locked(&g_tids, tid);
+        memset(t, 0, sizeof(*t));
+        g_armed--;
+      }
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
 zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, uint32_t gen) {
   if (!zxs_linux_ring_available()) return ZX_ERR_NOT_SUPPORTED;
   zxs_linux_slot_t* st = zxs_linux_slot(slot);
@@ -606,14 +896,14 @@ zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, ui
     t->slot = slot;
     t->tid = tid;
     t->attach_gen = atomic_load_explicit(&st->attach_gen, memory_order_relaxed);
-    tid_insert_locked(tid, slot->index);
+    (void)tid_insert_locked(&g_tids, tid, slot->index);
     g_armed++;
     status = events_enable(t->fds, t->ids);
     if (status == ZX_OK) {
       wake_collector_locked();  // it may be waiting with no timeout
     } else {
       zxs_linux_unpublish(slot);
-      tid_remove_locked(tid);
+      tid_remove_locked(&g_tids, tid);
       thread_close_locked(t);
       g_armed--;
     }
@@ -628,14 +918,17 @@ void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
   thread_events_t* t = &g_threads[slot->index];
   if (t->slot == slot) {
     // Stop the events, then write what they took (while writes are enabled: a thread detached
-    // while sampling runs loses nothing; at stop, zxs_prim_sampling_flush came first).
-    events_disable(t->fds, t->ids);
+    // while sampling runs loses nothing; at stop, zxs_prim_sampling_flush came first). The
+    // covering events stop when the last thread armed through them goes.
+    const bool covered = t->covered;
+    if (!covered) events_disable(t->fds, t->ids);
     t->copy_wanted = t->copy;  // no re-open on the way out
     drain_all_locked();
     count_lost_locked(t);
-    tid_remove_locked(t->tid);
+    tid_remove_locked(&g_tids, t->tid);
     thread_close_locked(t);
     g_armed--;
+    if (covered && --g_cover.armed == 0) (void)cover_sample_locked(false);
   }
   pthread_mutex_unlock(&g_lock);
   zxs_linux_unpublish(slot);
@@ -662,7 +955,8 @@ void zxs_linux_ring_forget_all(void) {
     // The child's copies only: no DISABLE, the events are the parent's.
     if (g_threads[i].slot != NULL) thread_close_locked(&g_threads[i]);
   }
-  memset(g_tid_keys, 0, sizeof(g_tid_keys));
+  memset(&g_tids, 0, sizeof(g_tids));
+  memset(&g_covered, 0, sizeof(g_covered));
   g_armed = 0;
   g_copy_change_pending = false;
   rings_release_locked(false);

@@ -101,7 +101,7 @@ static _Atomic uint32_t g_source_fds;
 
 // Takes `need` descriptors from the budget, or from its first `share`-th; false (nothing
 // taken) when they do not fit.
-static bool fds_reserve(uint32_t need, uint32_t share) {
+bool zxs_linux_fds_reserve(uint32_t need, uint32_t share) {
   struct rlimit files;
   if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) {
     files.rlim_cur = (rlim_t)UINT32_MAX * 2;
@@ -117,6 +117,8 @@ static bool fds_reserve(uint32_t need, uint32_t share) {
 static void fds_release(zxs_linux_slot_t* st) {
   atomic_fetch_sub(&g_source_fds, atomic_exchange(&st->fds_held, 0));
 }
+
+void zxs_linux_fds_unreserve(uint32_t count) { atomic_fetch_sub(&g_source_fds, count); }
 
 static uint32_t one_fd(void) { return 1; }
 
@@ -164,8 +166,21 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
       return status;
     }
     const uint32_t fds = kPerf[i].fds();
-    if (!fds_reserve(fds, mode == SOURCE_AUTO ? kPerf[i].share : 1)) {
+    // perf-ring takes a thread its covering (inherited) events sample without descriptors of its
+    // own: first where they sample already, else once the budget has none left.
+    const bool ring = kPerf[i].kind == ZXS_SOURCE_PERF_RING;
+    const zx_duration_t ring_period =
+        ring ? effective_period(kPerf[i].kind, period, &throttled) : 0;
+    if (ring && zxs_linux_ring_arm_covered(slot, ring_period, next_gen(), true) == ZX_OK) {
+      record_armed(slot, kPerf[i].kind, ring_period, throttled);
+      return ZX_OK;
+    }
+    if (!zxs_linux_fds_reserve(fds, mode == SOURCE_AUTO ? kPerf[i].share : 1)) {
       status = ZX_ERR_NO_RESOURCES;
+      if (ring && zxs_linux_ring_arm_covered(slot, ring_period, next_gen(), false) == ZX_OK) {
+        record_armed(slot, kPerf[i].kind, ring_period, throttled);
+        return ZX_OK;
+      }
     } else {
       const zx_duration_t eff = effective_period(kPerf[i].kind, period, &throttled);
       status = kPerf[i].arm(slot, eff, next_gen());
@@ -192,6 +207,13 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
   }
   record_armed(slot, ZXS_SOURCE_CPU_CLOCK_TIMER, eff, throttled);
   return ZX_OK;
+}
+
+void zxs_prim_sampling_started(zx_duration_t period) {
+  const source_mode_t mode = source_mode();
+  if ((mode != SOURCE_AUTO && mode != SOURCE_RING) || !zxs_linux_ring_available()) return;
+  bool throttled;
+  zxs_linux_ring_cover(effective_period(ZXS_SOURCE_PERF_RING, period, &throttled));
 }
 
 void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
