@@ -153,6 +153,11 @@ zx_status_t zxs_prim_sampling_init(void);
 // it disables writes, so nothing taken before stop is lost. Nothing to do for sources that write
 // from the interrupted thread.
 void zxs_prim_sampling_flush(void);
+// A session was created: a backend may do now what would otherwise make its first start slow
+// (Linux: the kernel switches perf's scheduler hooks on as the first task event of the whole
+// system opens, 15-22 ms of that open here, and off a second after the last one closes; one
+// disabled event held from here to zxs_prim_sampling_idle() keeps them on). Best effort.
+void zxs_prim_sampling_prepare(void);
 // A session was started on the calling thread with `period` (after its threads were armed): a
 // backend may prepare to sample the threads this one creates from now on without a resource of
 // their own (Linux: perf-ring's events inherited by every thread the caller creates, for threads

@@ -275,7 +275,10 @@ static zx_status_t create_session(const zx_sampler_config_t* config, size_t ring
   }
   zxs_session_t* s;
   zx_status_t status = new_session(config, ring_slots, &s);
-  if (status == ZX_OK) g_live = s;
+  if (status == ZX_OK) {
+    g_live = s;
+    zxs_prim_sampling_prepare();  // what would otherwise make the first start slow
+  }
   pthread_mutex_unlock(&g_lock);
   if (status != ZX_OK) return status;
 

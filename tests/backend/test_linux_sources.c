@@ -1254,8 +1254,9 @@ static void test_ring_covered_threads(void** state) {
   low.rlim_cur = limit;
   assert_true(count_dir("/proc/self/fd") < (int)limit / 4);
   assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-  zxs_prim_sampling_started(1000000);                   // as zxs_sampler_start does, on this thread
-  const int open_covered = count_dir("/proc/self/fd");  // the rings and covering events made
+  // As zxs_sampler_start does, on this thread: the rings and the covering events.
+  zxs_prim_sampling_started(1000000);
+  const int open_covered = count_dir("/proc/self/fd");
 
   static worker_t w[kThreads];
   memset(w, 0, sizeof(w));

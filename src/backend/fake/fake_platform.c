@@ -473,6 +473,8 @@ void zxs_prim_after_fork_child(void) {}
 
 void zxs_prim_sampling_flush(void) {}
 
+void zxs_prim_sampling_prepare(void) {}
+
 void zxs_prim_sampling_started(zx_duration_t period) { (void)period; }
 
 void zxs_prim_sampling_idle(void) {}

@@ -230,6 +230,9 @@ zx_status_t zxs_linux_ring_arm_covered(zxs_thread_slot_t* slot, zx_duration_t pe
 void zxs_linux_ring_cover(zx_duration_t period);
 // Stops the slot's events and writes what the rings hold (while writes are enabled).
 void zxs_linux_ring_disarm(zxs_thread_slot_t* slot);
+// No session samples any more: releases the rings (and the covering events) once no thread is
+// armed (zxs_prim_sampling_idle).
+void zxs_linux_ring_idle(void);
 // After fork, in the child: unmaps and closes every inherited ring and event without disabling
 // the parent's events, and forgets the collector (it stayed in the parent).
 void zxs_linux_ring_forget_all(void);

@@ -950,7 +950,7 @@ void zxs_prim_sampling_flush(void) {
   pthread_mutex_unlock(&g_lock);
 }
 
-void zxs_prim_sampling_idle(void) {
+void zxs_linux_ring_idle(void) {
   pthread_mutex_lock(&g_lock);
   if (g_armed == 0) rings_release_locked(true);
   pthread_mutex_unlock(&g_lock);

@@ -22,10 +22,12 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <linux/perf_event.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "linux_internal.h"
 #include "platform.h"
@@ -209,6 +211,29 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
   return ZX_OK;
 }
 
+// The event that keeps the kernel's perf scheduler hooks on between a session's creation and
+// its end (zxs_prim_sampling_prepare): -1 when none. Under the session lock.
+static int g_keeper = -1;
+static uint64_t g_keeper_id;  // the program may have closed g_keeper (zxs_linux_perf_fd_is)
+
+void zxs_prim_sampling_prepare(void) {
+  if (g_keeper >= 0 || !zxs_linux_perf_available()) return;
+  struct perf_event_attr attr;
+  zxs_linux_task_clock_attr(&attr, ZXS_LINUX_PERF_MIN_PERIOD * 100);  // disabled: never counts
+  g_keeper = zxs_linux_perf_event_open(&attr, 0, -1);
+  g_keeper_id = zxs_linux_perf_id(g_keeper);
+}
+
+static void keeper_close(void) {
+  if (zxs_linux_perf_fd_is(g_keeper, g_keeper_id)) close(g_keeper);
+  g_keeper = -1;
+}
+
+void zxs_prim_sampling_idle(void) {
+  zxs_linux_ring_idle();
+  keeper_close();
+}
+
 void zxs_prim_sampling_started(zx_duration_t period) {
   const source_mode_t mode = source_mode();
   if ((mode != SOURCE_AUTO && mode != SOURCE_RING) || !zxs_linux_ring_available()) return;
@@ -238,6 +263,7 @@ void zxs_prim_after_fork_child(void) {
   // POSIX timers are not inherited; perf descriptors are, and share their event with the parent.
   zxs_linux_perf_forget_all();
   zxs_linux_ring_forget_all();
+  keeper_close();  // the child's copy: the parent keeps its own
   for (uint32_t i = 0; i < ZXS_MAX_THREADS; i++) {
     zxs_linux_slot_t* st = zxs_linux_slot(zxs_core_slot(i));
     atomic_store(&st->gen, 0);

@@ -219,6 +219,8 @@ zx_status_t zxs_prim_sampling_init(void) {
 // Samples are written by the sampler itself, never buffered.
 void zxs_prim_sampling_flush(void) {}
 
+void zxs_prim_sampling_prepare(void) {}
+
 void zxs_prim_sampling_started(zx_duration_t period) { (void)period; }
 
 void zxs_prim_sampling_idle(void) {}
