@@ -595,11 +595,18 @@ static void events_close(int* fds, const uint64_t* ids) {
   }
 }
 
-static void thread_close_locked(thread_events_t* t) {
+// Closes the thread's own events (none when covered) and frees their arrays.
+static void thread_events_free_locked(thread_events_t* t) {
   if (t->fds != NULL) events_close(t->fds, t->ids);
   free(t->fds);
   free(t->ids);
   free(t->lost_seen);
+  t->fds = NULL;
+  t->ids = t->lost_seen = NULL;
+}
+
+static void thread_close_locked(thread_events_t* t) {
+  thread_events_free_locked(t);
   memset(t, 0, sizeof(*t));
 }
 
@@ -800,13 +807,16 @@ static void cover_open_locked(zx_duration_t period) {
 // interrupted twice a period (one sample counted): its own events are closed, and it is armed
 // through them from then on, its descriptors back in the budget. The caller holds the session
 // lock, so no arm or disarm runs meanwhile.
+static bool cover_takes_locked(const thread_events_t* t) {
+  return t->slot != NULL && !t->covered && t->period == g_cover.period && cover_has_locked(t->tid);
+}
+
 static void cover_take_over_locked(void) {
   bool any = false;
   for (uint32_t i = 0, seen = 0; i < ZXS_MAX_THREADS && seen < g_armed; i++) {
     thread_events_t* t = &g_threads[i];
-    if (t->slot == NULL) continue;
-    seen++;
-    if (t->covered || t->period != g_cover.period || !cover_has_locked(t->tid)) continue;
+    seen += t->slot != NULL;
+    if (!cover_takes_locked(t)) continue;
     t->copy_wanted = t->copy;  // no re-open of events about to close
     events_disable(t->fds, t->ids);
     any = true;
@@ -815,16 +825,10 @@ static void cover_take_over_locked(void) {
   drain_all_locked();  // what their own events took, counted as theirs
   for (uint32_t i = 0, seen = 0; i < ZXS_MAX_THREADS && seen < g_armed; i++) {
     thread_events_t* t = &g_threads[i];
-    if (t->slot == NULL) continue;
-    seen++;
-    if (t->covered || t->period != g_cover.period || !cover_has_locked(t->tid)) continue;
+    seen += t->slot != NULL;
+    if (!cover_takes_locked(t)) continue;
     count_lost_locked(t);
-    events_close(t->fds, t->ids);
-    free(t->fds);
-    free(t->ids);
-    free(t->lost_seen);
-    t->fds = NULL;
-    t->ids = t->lost_seen = NULL;
+    thread_events_free_locked(t);
     t->copy = t->copy_wanted = g_stack_copy;
     t->copy_settled = true;
     t->covered = true;

@@ -168,21 +168,19 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period) {
       return status;
     }
     const uint32_t fds = kPerf[i].fds();
+    const bool reserved = zxs_linux_fds_reserve(fds, mode == SOURCE_AUTO ? kPerf[i].share : 1);
     // perf-ring takes a thread its covering (inherited) events sample without descriptors of its
-    // own: first where they sample already, else once the budget has none left.
-    const bool ring = kPerf[i].kind == ZXS_SOURCE_PERF_RING;
-    const zx_duration_t ring_period =
-        ring ? effective_period(kPerf[i].kind, period, &throttled) : 0;
-    if (ring && zxs_linux_ring_arm_covered(slot, ring_period, next_gen(), true) == ZX_OK) {
-      record_armed(slot, kPerf[i].kind, ring_period, throttled);
-      return ZX_OK;
-    }
-    if (!zxs_linux_fds_reserve(fds, mode == SOURCE_AUTO ? kPerf[i].share : 1)) {
-      status = ZX_ERR_NO_RESOURCES;
-      if (ring && zxs_linux_ring_arm_covered(slot, ring_period, next_gen(), false) == ZX_OK) {
-        record_armed(slot, kPerf[i].kind, ring_period, throttled);
+    // own: where they sample already, or where the budget has none left.
+    if (kPerf[i].kind == ZXS_SOURCE_PERF_RING) {
+      const zx_duration_t eff = effective_period(kPerf[i].kind, period, &throttled);
+      if (zxs_linux_ring_arm_covered(slot, eff, next_gen(), reserved) == ZX_OK) {
+        if (reserved) zxs_linux_fds_unreserve(fds);
+        record_armed(slot, kPerf[i].kind, eff, throttled);
         return ZX_OK;
       }
+    }
+    if (!reserved) {
+      status = ZX_ERR_NO_RESOURCES;
     } else {
       const zx_duration_t eff = effective_period(kPerf[i].kind, period, &throttled);
       status = kPerf[i].arm(slot, eff, next_gen());
