@@ -1329,6 +1329,12 @@ static void assert_calibration(const zxs_linux_calibration_t* c, zxs_sample_sour
     assert_true(c->cost > 0);
     return;
   }
+  // perf-ring's calibration falls back to the signal path's when its ring lost samples while it
+  // measured (throttle.c: a loaded machine; seen under ASan in CI, 1 run of ~10).
+  if (path == ZXS_SOURCE_PERF_RING && c->path == ZXS_SOURCE_PERF_TASK_CLOCK) {
+    print_message("calibration: perf-ring measured on the signal path (its ring lost samples)\n");
+    path = ZXS_SOURCE_PERF_TASK_CLOCK;
+  }
   assert_int_equal(c->path, path);
   assert_true(c->samples > 0);
   assert_true(c->iterations > 0);
@@ -1632,8 +1638,9 @@ static void test_ring_overflow_counted(void** state) {
 }
 
 // perf-ring armed below its no-throttle period is calibrated on its own path (the kernel's copy
-// into a ring, no signal), apart from the signal source's calibration; it is raised to that floor,
-// says so, and the thread keeps most of its speed.
+// into a ring, no signal), apart from the signal source's calibration, or, where its ring lost
+// samples while measuring, takes the signal path's; it is raised to that floor, says so, and the
+// thread keeps most of its speed.
 static void test_ring_throttle(void** state) {
   (void)state;
   if (!use_source("perf-ring")) {

@@ -255,9 +255,9 @@ uint32_t zxs_linux_ring_stack_copy(bool* configured);
 // owner decides that where events share one).
 void zxs_linux_ring_attr(struct perf_event_attr* attr, zx_duration_t period, size_t data_size,
                          uint32_t stack_copy);
-// Bytes of one such sample record around its stack copy: header, {pid, tid}, time, {cpu, res},
-// abi, 3 registers, size, dyn_size.
-#define ZXS_LINUX_RING_RECORD_OVERHEAD 88u
+// Bytes of one such sample record around its stack copy: header, {pid, tid}, time, id,
+// {cpu, res}, abi, 3 registers, size, dyn_size.
+#define ZXS_LINUX_RING_RECORD_OVERHEAD 96u
 
 // --- source_cputimer.c ------------------------------------------------------------------------
 
