@@ -54,7 +54,9 @@ static void usage_record(FILE* out) {
           "                       libunwind); fp: frame pointers only, the kernel's walk;\n"
           "                       ZXSAMPLER_UNWIND=fp|dwarf sets the default\n"
           "      --stack-copy N   bytes of user stack copied per sample (default %u with dwarf,\n"
-          "                       %u with fp; at most %u); deeper stacks end in [truncated]\n"
+          "                       %u with fp; at most %u); deeper stacks end in [truncated].\n"
+          "                       Where the locked-memory limit cuts the rings, the default\n"
+          "                       shrinks until a ring holds 256 samples (not below 8192)\n"
           "      --user-only      never sample kernel code (default: kernel too, where the\n"
           "                       host allows it: root, CAP_PERFMON or perf_event_paranoid <= 1)\n"
           "      --no-runtime     do not measure where each thread's time went (RFC-0084; by\n"
@@ -71,6 +73,7 @@ typedef struct record_args {
   long long period_us, ring_mb, duration_s, stack_copy;
   pid_t pid;
   bool inherit, kernel, quiet, dwarf, runtime, runtime_events;
+  bool stack_copy_given;
   char** program;
 } record_args_t;
 
@@ -165,6 +168,7 @@ static int take_option(int opt, const char* arg, record_args_t* a) {
                               arg);
       }
       a->stack_copy &= ~7ll;  // the kernel wants a multiple of 8
+      a->stack_copy_given = true;
       break;
     case 'h':
       usage_record(stdout);
@@ -244,6 +248,7 @@ int zxsampler_record_main(int argc, char** argv) {
                                         .period_ns = (uint64_t)a.period_us * 1000u,
                                         .ring_bytes = (size_t)a.ring_mb << 20,
                                         .stack_copy = (uint32_t)a.stack_copy,
+                                        .stack_copy_given = a.stack_copy_given,
                                         .inherit = a.inherit,
                                         .kernel = a.kernel,
                                         .quiet = a.quiet,

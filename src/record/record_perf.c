@@ -25,6 +25,15 @@
 // first-touch fault writes two records of 32 bytes; 2 MiB hold 32k faults, and the recorder is
 // woken at a quarter.
 #define RT_RING_BYTES (2u << 20)
+// When the locked-memory limit cuts a sampling ring, a default stack copy shrinks with it so that
+// the ring still holds RING_MIN_SAMPLES samples: the kernel reserves the whole copy in the ring
+// for every sample, however little of it the stack fills (32 KiB against ~6 KiB used), and an
+// unprivileged ring of 2 MiB held 64 samples, 2.5 ms at 25000/s a CPU. Never below perf's own
+// default (COPY_FLOOR); never a copy the user chose. A sample's other fields (registers, the
+// kernel's call chain) are counted as SAMPLE_EXTRA bytes.
+#define RING_MIN_SAMPLES 256u
+#define COPY_FLOOR 8192u
+#define SAMPLE_EXTRA 512u
 typedef struct ring {
   int fd;
   uint8_t* base;  // header page, then data_size bytes
@@ -60,6 +69,7 @@ struct record_perf {
   uint64_t attach_failures;
   size_t ring_cut;    // the smallest sampling ring the locked-memory limit allowed, if it cut any
   size_t ring_limit;  // the most a sampling ring may take: its share once the limit cut one
+  uint32_t copy_cut;  // the stack copy the cut rings made the samples take (0: not cut)
   size_t page;
   uint64_t scratch[65536 / 8];  // one record, copied out of a ring
 };
@@ -118,11 +128,20 @@ static bool add_fd(record_perf_t* p, int fd) {
   return true;
 }
 
+// The stack copy of which a sampling ring of `size` bytes holds RING_MIN_SAMPLES (see there).
+static uint32_t copy_for_ring(uint32_t copy, size_t size) {
+  while (copy / 2 >= COPY_FLOOR && size / (copy + SAMPLE_EXTRA) < RING_MIN_SAMPLES) copy /= 2;
+  return copy;
+}
+
 // Opens an event of `tid` on `cpu` into `rings`; the first one of a CPU gets the ring (of
 // `ring_bytes`), later ones write to it (PERF_EVENT_IOC_SET_OUTPUT, which needs both on the same
-// CPU). The fd in *out_fd.
+// CPU). The fd in *out_fd. When the locked-memory limit cuts a ring, *attr follows it (its
+// wake-up threshold and, unless `copy_fixed`, its stack copy) for this event and those opened
+// with it after.
 static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t tid, int cpu,
-                     struct perf_event_attr* attr, int* out_fd) {
+                     struct perf_event_attr* attr, bool copy_fixed, int* out_fd) {
+  const struct perf_event_attr opened = *attr;
   int fd = zxs_linux_perf_event_open(attr, tid, cpu);  // no group, close-on-exec
   if (fd < 0) return -errno;
   if (!add_fd(p, fd)) {
@@ -132,9 +151,8 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
   *out_fd = fd;
   ring_t* r = &rings[cpu];
   if (r->fd >= 0) return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) == 0 ? 0 : -errno;
-  if (rings == p->rings && p->ring_limit != 0 && p->ring_limit < ring_bytes) {
-    ring_bytes = p->ring_limit;
-  }
+  const bool sampling = rings == p->rings;
+  if (sampling && p->ring_limit != 0 && p->ring_limit < ring_bytes) ring_bytes = p->ring_limit;
   size_t size = ring_bytes;
   void* base = MAP_FAILED;
   // Past the locked-memory allowance (unprivileged users), a smaller ring still works.
@@ -145,7 +163,7 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
   }
   if (base == MAP_FAILED) return -errno;
   const size_t mapped = size;
-  if (rings == p->rings && size < ring_bytes) {
+  if (sampling && size < ring_bytes) {
     // The first CPU cut takes its share of what is left, not all of it: the rings of the CPUs
     // after it (and their side-band rings) come from the same allowance. Unshared, the first
     // CPU had 8 MiB and the second 256 KiB, 8 samples of a 32 KiB stack copy.
@@ -157,16 +175,26 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
     }
     p->ring_limit = size;
   }
-  if (size < ring_bytes && attr->watermark) {
-    // Cut to what locked memory allows. The wake-up threshold was fixed when the event was
-    // opened, for the ring asked for: it must follow the ring granted, or the reader is woken
-    // only once the ring is full (and what comes next is lost). The event is opened again.
+  if (sampling && p->ring_limit != 0) {
+    if (p->ring_cut == 0 || size < p->ring_cut) p->ring_cut = size;
+    if (!copy_fixed) {
+      attr->sample_stack_user = copy_for_ring(attr->sample_stack_user, size);
+      if (attr->sample_stack_user != opened.sample_stack_user) {
+        p->copy_cut = attr->sample_stack_user;
+      }
+    }
+  }
+  // The wake-up threshold was fixed when the event was opened, for the ring asked for: it must
+  // follow the ring granted, or the reader is woken only once the ring is full (and what comes
+  // next is lost).
+  if (attr->watermark && attr->wakeup_watermark > size / 4) {
+    attr->wakeup_watermark = (uint32_t)(size / 4);
+  }
+  if (size != mapped || memcmp(&opened, attr, sizeof(opened)) != 0) {
     munmap(base, p->page + mapped);
     p->fd_count--;
     close(fd);
-    struct perf_event_attr cut = *attr;
-    cut.wakeup_watermark = (uint32_t)(size / 4);
-    fd = zxs_linux_perf_event_open(&cut, tid, cpu);
+    fd = zxs_linux_perf_event_open(attr, tid, cpu);
     if (fd < 0) return -errno;
     if (!add_fd(p, fd)) {
       close(fd);
@@ -175,7 +203,6 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
     *out_fd = fd;
     base = mmap(NULL, p->page + size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) return -errno;
-    if (rings == p->rings && (p->ring_cut == 0 || size < p->ring_cut)) p->ring_cut = size;
   }
   r->fd = fd;
   r->base = base;
@@ -187,10 +214,10 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
 static int open_on_cpu(record_perf_t* p, const record_perf_options_t* o, pid_t tid, int cpu,
                        struct perf_event_attr* attrs) {
   int fd = -1;
-  int err = open_into(p, p->sb_rings, RECORD_SIDE_BAND_RING_BYTES, tid, cpu, &attrs[1], &fd);
+  int err = open_into(p, p->sb_rings, RECORD_SIDE_BAND_RING_BYTES, tid, cpu, &attrs[1], true, &fd);
   if (err != 0 || o->side_band_only) return err;
   fd = -1;
-  err = open_into(p, p->rings, o->ring_bytes, tid, cpu, &attrs[0], &fd);
+  err = open_into(p, p->rings, o->ring_bytes, tid, cpu, &attrs[0], o->stack_copy_fixed, &fd);
   if (fd >= 0 &&
       zxs_array_grow((void**)&p->mains, &p->main_cap, p->main_count + 1, sizeof(*p->mains))) {
     p->mains[p->main_count++] = (main_event_t){.fd = fd, .tid = tid};
@@ -247,7 +274,7 @@ static void open_runtime_on_cpu(record_perf_t* p, const record_perf_options_t* o
     runtime_attr(o, kEvents[i].type, config, &attr);
     attr.exclude_kernel = kEvents[i].type == PERF_TYPE_SOFTWARE && p->rt_user_faults;
     int fd = -1;
-    int err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, &fd);
+    int err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, true, &fd);
     if (fd < 0 && (err == -EACCES || err == -EPERM) && kEvents[i].type == PERF_TYPE_SOFTWARE &&
         !attr.exclude_kernel) {
       // No right to kernel events: faults taken in user mode only.
@@ -257,7 +284,7 @@ static void open_runtime_on_cpu(record_perf_t* p, const record_perf_options_t* o
                "perf_event_paranoid <= 1 or CAP_PERFMON)");
       p->rt_user_faults = true;
       attr.exclude_kernel = 1;
-      err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, &fd);
+      err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, true, &fd);
     }
     if (err == -ESRCH) return;  // the thread exited meanwhile
     uint64_t id = 0;
@@ -480,6 +507,8 @@ uint64_t record_perf_sample_type(const record_perf_t* p) { return p->sample_type
 uint64_t record_perf_attach_failures(const record_perf_t* p) { return p->attach_failures; }
 
 size_t record_perf_ring_cut(const record_perf_t* p) { return p->ring_cut; }
+
+uint32_t record_perf_copy_cut(const record_perf_t* p) { return p->copy_cut; }
 
 typedef struct drain {
   record_perf_fn fn;

@@ -31,6 +31,8 @@ typedef struct record_perf_options {
   uint64_t period_ns;     // task-clock period
   size_t ring_bytes;      // data bytes per CPU sampling ring (a power of two number of pages)
   uint32_t stack_copy;    // bytes of user stack copied per sample
+  bool stack_copy_fixed;  // the user chose stack_copy: a ring cut by the locked-memory limit
+                          // does not cut it (record_perf_copy_cut)
   bool dwarf;             // sample every register CFI unwinding may need (not only fp, sp, pc)
   bool runtime;           // measure task runtime (RFC-0084) per thread: see below
   bool runtime_events;    // with `runtime`, also time page faults and kernel locks (events)
@@ -94,6 +96,10 @@ uint64_t record_perf_attach_failures(const record_perf_t* perf);
 // then RLIMIT_MEMLOCK; unprivileged users) cut any below `ring_bytes`; else 0. A cut ring wakes
 // its reader at a quarter of the size it got.
 size_t record_perf_ring_cut(const record_perf_t* perf);
+
+// The bytes of stack each sample copies when the cut rings made the default copy smaller (so
+// that a ring holds 256 samples, at least 8 KiB); else 0.
+uint32_t record_perf_copy_cut(const record_perf_t* perf);
 
 // Closes every event and unmaps the rings. NULL is fine.
 void record_perf_close(record_perf_t* perf);

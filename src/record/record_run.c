@@ -101,8 +101,10 @@ static long long read_sysctl(const char* path) {
   return v;
 }
 
-// What cut the rings: the locked-memory limits, in words ("" when nothing was cut).
-static void describe_cut(size_t ring_cut, const record_run_options_t* o, char* text, size_t size) {
+// What cut the rings: the locked-memory limits, in words ("" when nothing was cut), and the stack
+// copy they cut (`copy_cut`, 0: none).
+static void describe_cut(size_t ring_cut, uint32_t copy_cut, const record_run_options_t* o,
+                         char* text, size_t size) {
   text[0] = '\0';
   if (ring_cut == 0) return;
   struct rlimit memlock = {0, 0};
@@ -113,18 +115,24 @@ static void describe_cut(size_t ring_cut, const record_run_options_t* o, char* t
   } else {
     snprintf(limit, sizeof(limit), "%llu KiB", (unsigned long long)memlock.rlim_cur / 1024);
   }
+  char copy[128] = "";
+  if (copy_cut != 0) {
+    snprintf(copy, sizeof(copy), " and the stack copy to %u KiB a sample (of %u)", copy_cut / 1024,
+             o->stack_copy / 1024);
+  }
   snprintf(text, size,
-           "the rings were cut to %zu KiB a CPU (of the %zu KiB asked for) by the locked-memory "
+           "the rings were cut to %zu KiB a CPU (of the %zu KiB asked for)%s by the locked-memory "
            "limit of unprivileged users: kernel.perf_event_mlock_kb = %lld, then RLIMIT_MEMLOCK "
            "= %s (ulimit -l); raise one, or record as root or with CAP_IPC_LOCK",
-           ring_cut / 1024, o->ring_bytes / 1024,
+           ring_cut / 1024, o->ring_bytes / 1024, copy,
            read_sysctl("/proc/sys/kernel/perf_event_mlock_kb"), limit);
 }
 
 static void print_summary(const record_run_options_t* o, const record_totals_t* t,
-                          uint64_t not_attached, bool kernel, size_t ring_cut, bool raised) {
-  char cut[512];
-  describe_cut(ring_cut, o, cut, sizeof(cut));
+                          uint64_t not_attached, bool kernel, size_t ring_cut, uint32_t copy_cut,
+                          bool raised) {
+  char cut[640];
+  describe_cut(ring_cut, copy_cut, o, cut, sizeof(cut));
   char hint[1024];
   snprintf(hint, sizeof(hint), "%s%s", cut[0] != '\0' ? cut : "a larger --buffer helps",
            raised ? ""
@@ -180,6 +188,7 @@ static record_perf_t* open_perf(const record_run_options_t* o, record_launch_t* 
                                    .period_ns = o->period_ns,
                                    .ring_bytes = o->ring_bytes,
                                    .stack_copy = o->stack_copy,
+                                   .stack_copy_fixed = o->stack_copy_given,
                                    .dwarf = o->dwarf,
                                    .runtime = o->runtime,
                                    .runtime_events = o->runtime && o->runtime_events};
@@ -306,6 +315,7 @@ int record_run(const record_run_options_t* o, int* wstatus_out) {
   const uint64_t not_attached = record_perf_attach_failures(perf);
   const bool kernel = record_perf_kernel(perf);
   const size_t ring_cut = record_perf_ring_cut(perf);
+  const uint32_t copy_cut = record_perf_copy_cut(perf);
   record_perf_close(perf);
   close(pidfd);
   bool written = record_processes_write_output(procs, o->period_ns, not_attached, &out, o->output,
@@ -314,7 +324,7 @@ int record_run(const record_run_options_t* o, int* wstatus_out) {
   record_processes_totals(procs, &totals);
   record_processes_free(procs);
   fclose(spool);
-  if (written) print_summary(o, &totals, not_attached, kernel, ring_cut, raised);
+  if (written) print_summary(o, &totals, not_attached, kernel, ring_cut, copy_cut, raised);
   *wstatus_out = wstatus;
   if (o->program == NULL) return written ? 0 : 1;
   return RECORD_RUN_EXIT_LIKE_PROGRAM;

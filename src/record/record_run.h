@@ -23,6 +23,7 @@ typedef struct record_run_options {
   uint64_t period_ns;           // task-clock period
   size_t ring_bytes;            // per CPU ring
   uint32_t stack_copy;          // bytes of user stack copied per sample
+  bool stack_copy_given;        // the user chose it: never cut to fit a ring
   bool inherit;                 // follow children (threads are always followed)
   bool kernel;                  // sample kernel code too, where allowed
   bool quiet;                   // no summary (losses are still reported)

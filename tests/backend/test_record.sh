@@ -15,7 +15,8 @@
 #   - a program killed by SIGTERM still leaves a profile, and so does one whose recorder was sent
 #     SIGTERM (which it passes on);
 #   - the program keeps its nice while the recorder, as root, drains at nice -10;
-#   - as nobody under an 8 MiB locked-memory limit, no CPU's ring is starved by the first's.
+#   - as nobody under an 8 MiB locked-memory limit, no CPU's ring is starved by the first's, and
+#     the default stack copy shrinks so that a ring holds 256 samples (not one given).
 set -u
 
 if [ $# -ne 2 ]; then
@@ -119,6 +120,20 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
   if [ -n "$cut_kib" ]; then
     check "as nobody, the rings share the allowance ($cpus x $cut_kib KiB >= 1 MiB)" \
       [ $((cut_kib * cpus)) -ge 1024 ]
+    # With CFI the default copy is 32 KiB: a cut ring holding fewer than 256 of them cuts the
+    # copy too (to 8 KiB at least), unless --stack-copy chose it.
+    if grep -q "unwound with CFI" "$T/nobody.err" && [ $((cut_kib * 1024 / 33280)) -lt 256 ]; then
+      copy_kib=$(sed -n 's/.*and the stack copy to \([0-9]*\) KiB a sample.*/\1/p' "$T/nobody.err")
+      check "as nobody, the stack copy follows the ring (${copy_kib:-not} cut: $(tr '\n' ' ' <"$T/nobody.err"))" \
+        [ -n "$copy_kib" ] && [ "$copy_kib" -ge 8 ] && [ "$copy_kib" -lt 32 ] &&
+        { [ "$copy_kib" -eq 8 ] || [ $((cut_kib / (copy_kib + 1))) -ge 256 ]; }
+      (ulimit -l 8192 && setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$ZXS" record -F 1000 --stack-copy 32768 -o "$T/nobody/p.fxt" -- "$WORKLOAD" 0.2) \
+        >/dev/null 2>"$T/nobody-fixed.err"
+      check "as nobody, --stack-copy is kept ($(tr '\n' ' ' <"$T/nobody-fixed.err"))" \
+        grep -q "the rings were cut to [0-9]* KiB a CPU (of the [0-9]* KiB asked for) by" \
+        "$T/nobody-fixed.err"
+    fi
   else
     check "as nobody, a profile was written ($(tr '\n' ' ' <"$T/nobody.err"))" \
       grep -q "written to" "$T/nobody.err"
