@@ -6,6 +6,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,6 +33,10 @@
 #define COMM_MAX 16u
 // Records held for sorting by time before they are handled.
 #define BATCH_LIMIT (8u << 20)
+// With a worker (record_processes_start_worker): what the drain side may hold while the worker
+// is busy with the batch before, 5000 compacted samples of a deep stack; past it, the drain side
+// waits (the rings fill meanwhile, and the kernel counts what it cannot store).
+#define FILL_LIMIT (32u << 20)
 // Live threads' schedstat is read at most this often (ms).
 #define SCHEDSTAT_MS 100u
 
@@ -78,10 +84,31 @@ typedef struct id_sum {
 
 typedef struct batch_entry {
   uint64_t time;
-  size_t offset;  // into batch
+  size_t offset;  // into the batch's bytes
   size_t seq;     // arrival order, for equal times
   bool runtime;   // from the task runtime rings
 } batch_entry_t;
+
+// Records as they were drained, to be handled in time order.
+typedef struct batch {
+  uint8_t* bytes;
+  size_t len, cap;
+  batch_entry_t* entries;
+  size_t count, entry_cap;
+} batch_t;
+
+// The thread that handles batches while the recorder's own thread drains the rings: draining
+// only copies, so the rings are read again within microseconds of a wake-up while the walks of
+// the last batch go on beside it. Without one, every batch is handled where it was drained.
+typedef struct worker {
+  pthread_t thread;
+  bool running;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool handed;    // `ready` holds a batch for the worker, or one it is handling
+  bool stopping;  // no more batches: the worker returns once `ready` is handled
+  batch_t ready;
+} worker_t;
 
 struct record_processes {
   FILE* spool;
@@ -99,10 +126,8 @@ struct record_processes {
   zxs_u64_map_t tid_map;     // tid -> current thread entry
   zxs_u64_map_t kernel_pcs;  // the kernel PCs seen (keys only)
   record_totals_t totals;
-  uint8_t* batch;
-  size_t batch_len, batch_cap;
-  batch_entry_t* entries;
-  size_t entry_count, entry_cap;
+  batch_t fill;  // where drained records go (the recorder's thread)
+  worker_t worker;
   // Task runtime: what is measured, the runtime events' ids and kinds (sorted by id).
   bool runtime;
   uint32_t rt_fields;  // ZXS_TASK_RUNTIME_*
@@ -624,7 +649,7 @@ static void read_thread_schedstat(record_processes_t* s, thread_t* t) {
   t->sched_delay = delay;
 }
 
-void record_processes_read_schedstat(record_processes_t* s, bool now) {
+static void read_schedstat(record_processes_t* s, bool now) {
   if (!s->runtime) return;
   const uint64_t ms = monotonic_ms();
   if (!now && ms - s->schedstat_ms < SCHEDSTAT_MS) return;
@@ -634,6 +659,10 @@ void record_processes_read_schedstat(record_processes_t* s, bool now) {
     if (t->exited || id_map_get(&s->tid_map, t->tid) != (int64_t)i) continue;
     read_thread_schedstat(s, t);
   }
+}
+
+void record_processes_read_schedstat(record_processes_t* s, bool now) {
+  if (!s->worker.running) read_schedstat(s, now);
 }
 
 void record_processes_on_count(void* self, pid_t tid, uint64_t id, uint64_t value) {
@@ -694,19 +723,95 @@ static int compare_entries(const void* a, const void* b) {
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-void record_processes_flush(record_processes_t* s) {
-  if (s->entry_count > 1) qsort(s->entries, s->entry_count, sizeof(*s->entries), compare_entries);
-  for (size_t i = 0; i < s->entry_count; i++) {
+// Handles the records of `b` in time order, and empties it.
+static void handle_batch(record_processes_t* s, batch_t* b) {
+  if (b->count > 1) qsort(b->entries, b->count, sizeof(*b->entries), compare_entries);
+  for (size_t i = 0; i < b->count; i++) {
     const struct perf_event_header* h =
-        (const struct perf_event_header*)(s->batch + s->entries[i].offset);
-    if (s->entries[i].runtime) {
+        (const struct perf_event_header*)(b->bytes + b->entries[i].offset);
+    if (b->entries[i].runtime) {
       on_runtime_record(s, h);
     } else {
       handle(s, h);
     }
   }
-  s->entry_count = 0;
-  s->batch_len = 0;
+  b->count = 0;
+  b->len = 0;
+}
+
+static void batch_free(batch_t* b) {
+  free(b->bytes);
+  free(b->entries);
+}
+
+// --- The worker -------------------------------------------------------------------------------
+
+static void* worker_main(void* arg) {
+  record_processes_t* s = arg;
+  worker_t* w = &s->worker;
+  pthread_mutex_lock(&w->lock);
+  for (;;) {
+    while (!w->handed && !w->stopping) pthread_cond_wait(&w->cond, &w->lock);
+    if (!w->handed) break;  // stopping, and nothing left
+    pthread_mutex_unlock(&w->lock);
+    handle_batch(s, &w->ready);
+    read_schedstat(s, false);
+    pthread_mutex_lock(&w->lock);
+    w->handed = false;
+    pthread_cond_broadcast(&w->cond);
+  }
+  pthread_mutex_unlock(&w->lock);
+  return NULL;
+}
+
+// Waits until the worker has handled what it was handed: it touches nothing until handed more.
+static void worker_wait_idle(worker_t* w) {
+  pthread_mutex_lock(&w->lock);
+  while (w->handed) pthread_cond_wait(&w->cond, &w->lock);
+  pthread_mutex_unlock(&w->lock);
+}
+
+bool record_processes_start_worker(record_processes_t* s) {
+  worker_t* w = &s->worker;
+  if (w->running || s->pcs) return w->running;
+  // Signals for the recorder go to the thread that drains, which acts on them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  w->running = pthread_create(&w->thread, NULL, worker_main, s) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return w->running;
+}
+
+void record_processes_stop_worker(record_processes_t* s) {
+  worker_t* w = &s->worker;
+  if (!w->running) return;
+  pthread_mutex_lock(&w->lock);
+  w->stopping = true;
+  pthread_cond_broadcast(&w->cond);
+  pthread_mutex_unlock(&w->lock);
+  pthread_join(w->thread, NULL);
+  w->running = false;
+  w->stopping = false;
+}
+
+void record_processes_flush(record_processes_t* s) {
+  worker_t* w = &s->worker;
+  if (!w->running) {
+    handle_batch(s, &s->fill);
+    return;
+  }
+  pthread_mutex_lock(&w->lock);
+  while (w->handed && s->fill.len >= FILL_LIMIT) pthread_cond_wait(&w->cond, &w->lock);
+  if (!w->handed) {
+    // The worker's emptied batch comes back to be filled: its memory is kept.
+    const batch_t handled = w->ready;
+    w->ready = s->fill;
+    s->fill = handled;
+    w->handed = true;
+    pthread_cond_broadcast(&w->cond);
+  }
+  pthread_mutex_unlock(&w->lock);
 }
 
 // The word index, in a sample's body, of its stack copy's size (PERF_SAMPLE_STACK_USER), or 0
@@ -756,12 +861,14 @@ static size_t compact_sample(const record_processes_t* s, const struct perf_even
 
 static void add_to_batch(record_processes_t* s, const struct perf_event_header* h, uint64_t time,
                          bool runtime) {
-  if (s->batch_len + h->size > BATCH_LIMIT && !s->pcs) record_processes_flush(s);
+  batch_t* b = &s->fill;
+  if (b->len + h->size > BATCH_LIMIT && !s->pcs) record_processes_flush(s);
   size_t size = (h->size + 7u) & ~7u;
-  if (!zxs_array_grow((void**)&s->batch, &s->batch_cap, s->batch_len + size, 1) ||
-      !zxs_array_grow((void**)&s->entries, &s->entry_cap, s->entry_count + 1,
-                      sizeof(*s->entries))) {
-    if (runtime) {  // no memory to sort: handle in ring order
+  if (!zxs_array_grow((void**)&b->bytes, &b->cap, b->len + size, 1) ||
+      !zxs_array_grow((void**)&b->entries, &b->entry_cap, b->count + 1, sizeof(*b->entries))) {
+    // No memory to sort: handle in ring order, here once the worker is idle.
+    if (s->worker.running) worker_wait_idle(&s->worker);
+    if (runtime) {
       on_runtime_record(s, h);
     } else {
       handle(s, h);
@@ -769,14 +876,14 @@ static void add_to_batch(record_processes_t* s, const struct perf_event_header* 
     return;
   }
   if (h->type == PERF_RECORD_SAMPLE && !runtime && h->size % 8 == 0) {
-    size = compact_sample(s, h, s->batch + s->batch_len);
+    size = compact_sample(s, h, b->bytes + b->len);
   } else {
-    memcpy(s->batch + s->batch_len, h, h->size);
+    memcpy(b->bytes + b->len, h, h->size);
   }
-  s->entries[s->entry_count] = (batch_entry_t){
-      .time = time, .offset = s->batch_len, .seq = s->entry_count, .runtime = runtime};
-  s->entry_count++;
-  s->batch_len += size;
+  b->entries[b->count] =
+      (batch_entry_t){.time = time, .offset = b->len, .seq = b->count, .runtime = runtime};
+  b->count++;
+  b->len += size;
 }
 
 void record_processes_on_record(void* self, const struct perf_event_header* h) {
@@ -1305,6 +1412,8 @@ record_processes_t* record_processes_new(FILE* spool, uint64_t sample_type, pid_
   s->root = (uint32_t)root;
   s->kernel = kernel;
   s->follow_children = follow_children;
+  pthread_mutex_init(&s->worker.lock, NULL);
+  pthread_cond_init(&s->worker.cond, NULL);
   zxs_fxt_buf_init(&s->sample);
   s->jit = zxs_jit_capture_new();
   if (cfi && (s->unwinder = zxs_cfi_unwinder_new()) == NULL) {
@@ -1346,8 +1455,10 @@ void record_processes_free(record_processes_t* s) {
   zxs_u64_map_free(&s->pid_map);
   zxs_u64_map_free(&s->tid_map);
   zxs_u64_map_free(&s->kernel_pcs);
-  free(s->batch);
-  free(s->entries);
+  batch_free(&s->fill);
+  batch_free(&s->worker.ready);
+  pthread_mutex_destroy(&s->worker.lock);
+  pthread_cond_destroy(&s->worker.cond);
   free(s->rt_ids);
   free(s->rt_kinds);
   free(s->read_sums);

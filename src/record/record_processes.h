@@ -64,8 +64,20 @@ void record_processes_expect_pcs(record_processes_t* self, uint64_t exec_ns);
 void record_processes_on_pc(record_processes_t* self, uint64_t time_ns, uint32_t pid, uint32_t tid,
                             uint64_t pc, bool kernel_pc);
 
-// Handles the records buffered so far, in time order.
+// Handles the records buffered so far, in time order. With a worker: hands them to it when it is
+// idle (else keeps them for the next call, waiting for it only past 32 MiB held).
 void record_processes_flush(record_processes_t* self);
+
+// From now on batches are handled by a thread of their own (its signals blocked), so that the
+// caller, which drains the rings, only copies: it reads them again while the last batch is
+// unwound. Until record_processes_stop_worker(), the caller may only feed records
+// (record_processes_on_record, _on_runtime_record) and flush. Not with PC samples. False when no
+// thread could be made: batches are then handled by flush, as before.
+bool record_processes_start_worker(record_processes_t* self);
+
+// Waits for the worker to handle what it was handed, and ends it; what was fed since is handled
+// by the next flush, here. Nothing without a worker.
+void record_processes_stop_worker(record_processes_t* self);
 
 // A process that runs already: its name, threads and executable mappings from /proc. Called
 // again, the mappings are replaced by those /proc lists now (kept when it lists none: a zombie).
@@ -91,7 +103,8 @@ void record_processes_set_runtime(record_processes_t* self, uint32_t fields, con
 // Feeds one record of the runtime rings (record_perf_fn).
 void record_processes_on_runtime_record(void* self, const struct perf_event_header* record);
 
-// Reads the schedstat of every live thread: at most every 100 ms unless `now`.
+// Reads the schedstat of every live thread: at most every 100 ms unless `now`. With a worker,
+// the worker reads it after each batch, and this does nothing.
 void record_processes_read_schedstat(record_processes_t* self, bool now);
 
 // The count of one of our sampling events (record_perf_count_fn), after the last drain and flush.

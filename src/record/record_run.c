@@ -233,6 +233,8 @@ static void record_until_done(const record_run_options_t* o, record_perf_t* perf
   errno = 0;
   const int nice_before = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
   *raised = errno == 0 && nice_before > DRAIN_NICE && set_thread_nice(DRAIN_NICE);
+  // This thread drains; the worker (made at the same nice) unwinds and writes.
+  record_processes_start_worker(procs);
   for (bool done = false; !done;) {
     done = record_perf_poll(perf, pidfd, POLL_MS, record_processes_on_record,
                             record_processes_on_runtime_record, procs);
@@ -246,6 +248,7 @@ static void record_until_done(const record_run_options_t* o, record_perf_t* perf
     if (deadline != 0 && now_ms() >= deadline) done = true;
   }
   if (o->program != NULL) record_launch_wait(target, wstatus);
+  record_processes_stop_worker(procs);
   if (*raised) set_thread_nice(nice_before);  // writing the output competes with nothing
   record_perf_drain(perf, record_processes_on_record, record_processes_on_runtime_record, procs);
   record_processes_flush(procs);
