@@ -158,8 +158,9 @@ void zxs_prim_sampling_flush(void);
 // system opens, 15-22 ms of that open here, and off a second after the last one closes; one
 // disabled event held from here to zxs_prim_sampling_idle() keeps them on). Best effort.
 void zxs_prim_sampling_prepare(void);
-// A session was started on the calling thread with `period` (after its threads were armed): a
-// backend may prepare to sample the threads this one creates from now on without a resource of
+// A session was started on the calling thread with `period` (after its threads were armed): what
+// the stop before kept for slots not armed again goes (zxs_prim_source_park); a backend may
+// prepare to sample the threads this one creates from now on without a resource of
 // their own (Linux: perf-ring's events inherited by every thread the caller creates, for threads
 // the descriptor budget cannot give events; see source_perf_ring.c). Nothing to do elsewhere.
 void zxs_prim_sampling_started(zx_duration_t period);
@@ -174,6 +175,12 @@ zx_status_t zxs_prim_source_arm(zxs_thread_slot_t* slot, zx_duration_t period);
 // sampler thread: suspend, read, walk, resume) returns only once no suspension of this thread
 // is in flight: the thread is running again and will not be suspended for this slot.
 void zxs_prim_source_disarm(zxs_thread_slot_t* slot);
+// Disarms at a stop, as zxs_prim_source_disarm, but a backend may keep what it takes to arm the
+// same thread again at the same period, so that the next start is cheap (Linux: perf-ring keeps
+// the thread's events, one per CPU, disabled: a start then enables them instead of opening
+// them). What it keeps goes when the slot is disarmed (detached), when the next start did not
+// arm it again (zxs_prim_sampling_started), at zxs_prim_sampling_idle() and after fork.
+void zxs_prim_source_park(zxs_thread_slot_t* slot);
 // In the child of a fork (one thread, a copy of the parent's memory): forgets every source
 // without touching what it shares with the parent (perf events are shared: closing the
 // child's descriptors must not disable them) and resets each slot's backend state.

@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1575,6 +1576,116 @@ static void test_session_keeps_perf_warm(void** state) {
   assert_int_equal(count_perf_fds(), before);
 }
 
+// The ids of the perf events open in this process, sorted; their count in *count.
+static uint64_t* perf_event_ids(size_t* count) {
+  uint64_t* ids = NULL;
+  *count = 0;
+  DIR* d = opendir("/proc/self/fd");
+  assert_non_null(d);
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    char path[300], target[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+    const ssize_t len = readlink(path, target, sizeof(target) - 1);
+    if (len <= 0) continue;
+    target[len] = '\0';
+    uint64_t id;
+    if (strcmp(target, "anon_inode:[perf_event]") != 0 ||
+        ioctl(atoi(e->d_name), PERF_EVENT_IOC_ID, &id) != 0) {
+      continue;
+    }
+    ids = realloc(ids, (*count + 1) * sizeof(*ids));
+    assert_non_null(ids);
+    size_t at = *count;
+    while (at > 0 && ids[at - 1] > id) {
+      ids[at] = ids[at - 1];
+      at--;
+    }
+    ids[at] = id;
+    (*count)++;
+  }
+  closedir(d);
+  return ids;
+}
+
+// Whether every id of `a` is in `b` (both sorted).
+static bool ids_within(const uint64_t* a, size_t a_count, const uint64_t* b, size_t b_count) {
+  size_t j = 0;
+  for (size_t i = 0; i < a_count; i++) {
+    while (j < b_count && b[j] < a[i]) j++;
+    if (j == b_count || b[j] != a[i]) return false;
+  }
+  return true;
+}
+
+static void spin_cpu_ms(int ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  do {
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+static void* spin_until_stopped(void* arg) {
+  (void)arg;
+  while (!atomic_load(&g_stop)) spin_cpu_ms(1);
+  return NULL;
+}
+
+// A stop keeps the events of each thread perf-ring samples with events of its own, disabled:
+// the next start enables those same events (the same ids) instead of opening new ones, and they
+// sample again. A thread that exits while the session is stopped takes its events with it at
+// the next start, and the session's close takes the rest.
+static void test_stop_parks_thread_events(void** state) {
+  (void)state;
+  if (expected_source() != ZXS_SOURCE_PERF_RING) {
+    print_message("perf-ring is not the source here: nothing is parked\n");
+    skip();
+  }
+  const int before = count_perf_fds();
+  zx_handle_t iob = new_session(ZX_USEC(500), 1u << 20);
+  pthread_t helper;
+  assert_int_equal(pthread_create(&helper, NULL, spin_until_stopped, NULL), 0);
+  attach_pthread(iob, helper);
+  assert_int_equal(zx_sampler_attach(iob, zx_thread_self()), ZX_OK);
+
+  assert_int_equal(zx_sampler_start(iob), ZX_OK);
+  spin_cpu_ms(20);
+  assert_int_equal(zx_sampler_stop(iob), ZX_OK);
+  zxs_sampler_stats_t st;
+  get_stats(iob, &st);
+  const uint64_t first = st.samples_written;
+  size_t stopped_count, running_count;
+  uint64_t* stopped = perf_event_ids(&stopped_count);
+
+  assert_int_equal(zx_sampler_start(iob), ZX_OK);
+  uint64_t* running = perf_event_ids(&running_count);
+  spin_cpu_ms(20);
+  assert_int_equal(zx_sampler_stop(iob), ZX_OK);
+  get_stats(iob, &st);
+  print_message("perf events: %zu stopped, %zu running again; samples %llu, then %llu\n",
+                stopped_count, running_count, (unsigned long long)first,
+                (unsigned long long)st.samples_written);
+  assert_int_equal(running_count, stopped_count);
+  assert_true(ids_within(running, running_count, stopped, stopped_count));
+  assert_true(st.samples_written > first);  // the events enabled again sample
+  free(running);
+
+  // The helper exits while stopped: the next start detaches it and closes its events.
+  atomic_store(&g_stop, true);
+  assert_int_equal(pthread_join(helper, NULL), 0);
+  atomic_store(&g_stop, false);
+  assert_int_equal(zx_sampler_start(iob), ZX_OK);
+  running = perf_event_ids(&running_count);
+  assert_int_equal(zx_sampler_stop(iob), ZX_OK);
+  print_message("after the helper's exit: %zu perf events running\n", running_count);
+  assert_true(running_count < stopped_count);
+  assert_true(ids_within(running, running_count, stopped, stopped_count));
+  free(running);
+  free(stopped);
+  close_session();
+  assert_int_equal(count_perf_fds(), before);
+}
+
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(int argc, char** argv) {
@@ -1601,6 +1712,7 @@ int main(int argc, char** argv) {
       TEST(test_thread_get_exit_detaches),
       TEST(test_hundred_cycles),
       TEST(test_session_keeps_perf_warm),
+      TEST(test_stop_parks_thread_events),
       TEST(test_corrupted_frame_pointers),
       TEST(test_source_cputimer),
       TEST(test_source_perf),

@@ -469,6 +469,8 @@ void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
   pthread_mutex_unlock(&g_lock);
 }
 
+void zxs_prim_source_park(zxs_thread_slot_t* slot) { zxs_prim_source_disarm(slot); }
+
 void zxs_prim_after_fork_child(void) {}
 
 void zxs_prim_sampling_flush(void) {}

@@ -228,10 +228,17 @@ zx_status_t zxs_linux_ring_arm_covered(zxs_thread_slot_t* slot, zx_duration_t pe
 // thread is armed. Nothing happens when they cannot be had (older kernels, the descriptor
 // budget, the locked-memory limit).
 void zxs_linux_ring_cover(zx_duration_t period);
-// Stops the slot's events and writes what the rings hold (while writes are enabled).
+// Stops the slot's events and writes what the rings hold (while writes are enabled); closes
+// its events (those zxs_linux_ring_park kept too).
 void zxs_linux_ring_disarm(zxs_thread_slot_t* slot);
-// No session samples any more: releases the rings (and the covering events) once no thread is
-// armed (zxs_prim_sampling_idle).
+// At a stop: as zxs_linux_ring_disarm, but the thread's own events stay open, disabled, so that
+// zxs_linux_ring_arm of the same slot, thread and period only enables them (one ioctl per CPU
+// instead of an open, an output redirection and an id). A covered thread is disarmed.
+void zxs_linux_ring_park(zxs_thread_slot_t* slot);
+// Closes the events kept for slots not armed again since (zxs_prim_sampling_started).
+void zxs_linux_ring_unpark_rest(void);
+// No session samples any more: releases the rings (and the covering events, and the events kept
+// by zxs_linux_ring_park) once no thread is armed (zxs_prim_sampling_idle).
 void zxs_linux_ring_idle(void);
 // After fork, in the child: unmaps and closes every inherited ring and event without disabling
 // the parent's events, and forgets the collector (it stayed in the parent).

@@ -115,6 +115,7 @@ typedef struct thread_events {
   bool covered;          // sampled by the covering events: no events, fds NULL
   uint32_t walked;       // samples walked with the full copy
   bool copy_settled;     // shrunk and grown back once: the copy stays
+  bool parked;           // slot NULL: the events kept, disabled, at a stop (zxs_linux_ring_park)
 } thread_events_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -123,6 +124,7 @@ static uint32_t g_cpu_count;                        // possible CPUs
 static size_t g_data_size;                          // each ring's data bytes, a power of two
 static thread_events_t g_threads[ZXS_MAX_THREADS];  // by slot index
 static uint32_t g_armed;                            // entries of g_threads in use
+static uint32_t g_parked;                           // entries of g_threads parked
 // A tid -> value table (open addressing, at most half full; g_lock).
 typedef struct tid_table {
   pid_t keys[TID_TABLE_SIZE];  // 0: empty
@@ -606,6 +608,7 @@ static void thread_events_free_locked(thread_events_t* t) {
 }
 
 static void thread_close_locked(thread_events_t* t) {
+  if (t->parked) g_parked--;
   thread_events_free_locked(t);
   memset(t, 0, sizeof(*t));
 }
@@ -858,6 +861,7 @@ zx_status_t zxs_linux_ring_arm_covered(zxs_thread_slot_t* slot, zx_duration_t pe
       g_cover.pid == getpid() && (!if_sampling || g_cover.armed > 0)) {
     drain_all_locked();  // the thread creations reported so far
     if (cover_has_locked(tid)) {
+      if (t->parked) thread_close_locked(t);  // what a stop kept: not needed
       atomic_store_explicit(&st->fd, -1, memory_order_relaxed);
       atomic_store_explicit(&st->kind, ZXS_SOURCE_PERF_RING, memory_order_relaxed);
       zxs_linux_publish(slot, gen);
@@ -902,8 +906,12 @@ zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, ui
   pthread_mutex_lock(&g_lock);
   thread_events_t* t = &g_threads[slot->index];
   zx_status_t status = ZX_ERR_NO_RESOURCES;
+  // The events a stop kept for this slot serve when they are this thread's at this period.
+  if (t->parked && (t->tid != tid || t->period != period)) thread_close_locked(t);
   if (t->slot == NULL && ensure_collector_locked() && (status = rings_ensure_locked()) == ZX_OK &&
-      (status = thread_open_locked(t, tid, period)) == ZX_OK) {
+      (t->parked || (status = thread_open_locked(t, tid, period)) == ZX_OK)) {
+    if (t->parked) g_parked--;
+    t->parked = false;
     zxs_linux_publish(slot, gen);
     t->slot = slot;
     t->tid = tid;
@@ -924,7 +932,9 @@ zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, ui
   return status;
 }
 
-void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
+// Disarms `slot` (its thread's events closed) or, with `park`, keeps the events of a thread
+// that has its own open and disabled for the next arm of the slot.
+static void disarm(zxs_thread_slot_t* slot, bool park) {
   zxs_linux_slot_t* st = zxs_linux_slot(slot);
   pthread_mutex_lock(&g_lock);
   thread_events_t* t = &g_threads[slot->index];
@@ -938,13 +948,38 @@ void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) {
     drain_all_locked();
     count_lost_locked(t);
     tid_remove_locked(&g_tids, t->tid);
-    thread_close_locked(t);
+    if (park && !covered) {
+      t->slot = NULL;
+      t->parked = true;
+      g_parked++;
+    } else {
+      thread_close_locked(t);
+    }
     g_armed--;
     if (covered && --g_cover.armed == 0) (void)cover_sample_locked(false);
+  } else if (t->parked && !park) {
+    thread_close_locked(t);  // detached after a stop
   }
   pthread_mutex_unlock(&g_lock);
   zxs_linux_unpublish(slot);
   atomic_store_explicit(&st->fd, -1, memory_order_release);
+}
+
+void zxs_linux_ring_disarm(zxs_thread_slot_t* slot) { disarm(slot, false); }
+
+void zxs_linux_ring_park(zxs_thread_slot_t* slot) { disarm(slot, true); }
+
+// Closes every parked thread's events.
+static void unpark_all_locked(void) {
+  for (uint32_t i = 0; i < ZXS_MAX_THREADS && g_parked > 0; i++) {
+    if (g_threads[i].parked) thread_close_locked(&g_threads[i]);
+  }
+}
+
+void zxs_linux_ring_unpark_rest(void) {
+  pthread_mutex_lock(&g_lock);
+  unpark_all_locked();
+  pthread_mutex_unlock(&g_lock);
 }
 
 void zxs_prim_sampling_flush(void) {
@@ -956,7 +991,10 @@ void zxs_prim_sampling_flush(void) {
 
 void zxs_linux_ring_idle(void) {
   pthread_mutex_lock(&g_lock);
-  if (g_armed == 0) rings_release_locked(true);
+  if (g_armed == 0) {
+    unpark_all_locked();  // they write to the rings
+    rings_release_locked(true);
+  }
   pthread_mutex_unlock(&g_lock);
 }
 
@@ -965,11 +1003,12 @@ void zxs_linux_ring_forget_all(void) {
   pthread_mutex_init(&g_lock, NULL);
   for (uint32_t i = 0; i < ZXS_MAX_THREADS; i++) {
     // The child's copies only: no DISABLE, the events are the parent's.
-    if (g_threads[i].slot != NULL) thread_close_locked(&g_threads[i]);
+    if (g_threads[i].slot != NULL || g_threads[i].parked) thread_close_locked(&g_threads[i]);
   }
   memset(&g_tids, 0, sizeof(g_tids));
   memset(&g_covered, 0, sizeof(g_covered));
   g_armed = 0;
+  g_parked = 0;
   g_copy_change_pending = false;
   rings_release_locked(false);
   if (g_collector_pid != 0) {  // the collector stayed in the parent

@@ -233,6 +233,7 @@ void zxs_prim_sampling_idle(void) {
 }
 
 void zxs_prim_sampling_started(zx_duration_t period) {
+  zxs_linux_ring_unpark_rest();
   const source_mode_t mode = source_mode();
   if ((mode != SOURCE_AUTO && mode != SOURCE_RING) || !zxs_linux_ring_available()) return;
   bool throttled;
@@ -253,6 +254,22 @@ void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
   } else {
     zxs_linux_cputimer_disarm(slot);
   }
+  fds_release(st);
+  atomic_store(&slot->armed, false);
+}
+
+void zxs_prim_source_park(zxs_thread_slot_t* slot) {
+  if (slot == NULL) {
+    return;
+  }
+  zxs_linux_slot_t* st = zxs_linux_slot(slot);
+  if (atomic_load(&st->kind) != ZXS_SOURCE_PERF_RING) {
+    zxs_prim_source_disarm(slot);
+    return;
+  }
+  // The kept events hold descriptors, not counted while no thread is armed with them: the next
+  // start takes them back from the budget as it arms the thread again.
+  zxs_linux_ring_park(slot);
   fds_release(st);
   atomic_store(&slot->armed, false);
 }

@@ -287,6 +287,9 @@ void zxs_prim_source_disarm(zxs_thread_slot_t* slot) {
   atomic_store(&slot->armed, false);
 }
 
+// Arming a thread's source opens nothing that a start could reuse: nothing is kept.
+void zxs_prim_source_park(zxs_thread_slot_t* slot) { zxs_prim_source_disarm(slot); }
+
 void zxs_prim_after_fork_child(void) {
   // The child has one thread: no sampler, and nothing suspended. Its send rights were copied
   // into the child's port space by fork only on platforms that copy it (macOS does not), so
