@@ -1534,49 +1534,8 @@ static void test_source_perf(void** state) {
   run_variant("perf");
 }
 
-// perf events open in this process (descriptors naming anon_inode:[perf_event]).
-static int count_perf_fds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  assert_non_null(d);
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;) {
-    char path[300], target[64];
-    snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-    const ssize_t len = readlink(path, target, sizeof(target) - 1);
-    if (len <= 0) continue;
-    target[len] = '\0';
-    n += strcmp(target, "anon_inode:[perf_event]") == 0;
-  }
-  closedir(d);
-  return n;
-}
-
-// From create to the last close a session holds one disabled perf event (where perf events are
-// allowed), so that its first start does not pay the kernel's switch of perf's scheduler hooks
-// (made as the first task event of the system opens); nothing of it is left after the close.
-static void test_session_keeps_perf_warm(void** state) {
-  (void)state;
-  const int before = count_perf_fds();
-  zx_handle_t iob = new_session(ZX_MSEC(1), 1u << 20);
-  const int created = count_perf_fds();
-  // One where a task-clock event of this thread can be opened (not where perf is refused).
-  struct perf_event_attr attr = {.size = sizeof(attr),
-                                 .type = PERF_TYPE_SOFTWARE,
-                                 .config = PERF_COUNT_SW_TASK_CLOCK,
-                                 .disabled = 1,
-                                 .exclude_kernel = 1};
-  const int probe = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-  assert_int_equal(created, before + (probe >= 0 ? 1 : 0));
-  if (probe >= 0) close(probe);
-  assert_int_equal(zx_sampler_attach(iob, zx_thread_self()), ZX_OK);
-  assert_int_equal(zx_sampler_start(iob), ZX_OK);
-  assert_int_equal(zx_sampler_stop(iob), ZX_OK);
-  assert_true(count_perf_fds() >= created);  // it and perf-ring's rings, kept until the close
-  close_session();
-  assert_int_equal(count_perf_fds(), before);
-}
-
-// The ids of the perf events open in this process, sorted; their count in *count.
+// The ids of the perf events open in this process (descriptors naming
+// anon_inode:[perf_event]), sorted; their count in *count.
 static uint64_t* perf_event_ids(size_t* count) {
   uint64_t* ids = NULL;
   *count = 0;
@@ -1605,6 +1564,38 @@ static uint64_t* perf_event_ids(size_t* count) {
   }
   closedir(d);
   return ids;
+}
+
+// perf events open in this process.
+static int count_perf_fds(void) {
+  size_t count;
+  free(perf_event_ids(&count));
+  return (int)count;
+}
+
+// From create to the last close a session holds one disabled perf event (where perf events are
+// allowed), so that its first start does not pay the kernel's switch of perf's scheduler hooks
+// (made as the first task event of the system opens); nothing of it is left after the close.
+static void test_session_keeps_perf_warm(void** state) {
+  (void)state;
+  const int before = count_perf_fds();
+  zx_handle_t iob = new_session(ZX_MSEC(1), 1u << 20);
+  const int created = count_perf_fds();
+  // One where a task-clock event of this thread can be opened (not where perf is refused).
+  struct perf_event_attr attr = {.size = sizeof(attr),
+                                 .type = PERF_TYPE_SOFTWARE,
+                                 .config = PERF_COUNT_SW_TASK_CLOCK,
+                                 .disabled = 1,
+                                 .exclude_kernel = 1};
+  const int probe = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  assert_int_equal(created, before + (probe >= 0 ? 1 : 0));
+  if (probe >= 0) close(probe);
+  assert_int_equal(zx_sampler_attach(iob, zx_thread_self()), ZX_OK);
+  assert_int_equal(zx_sampler_start(iob), ZX_OK);
+  assert_int_equal(zx_sampler_stop(iob), ZX_OK);
+  assert_true(count_perf_fds() >= created);  // it and perf-ring's rings, kept until the close
+  close_session();
+  assert_int_equal(count_perf_fds(), before);
 }
 
 // Whether every id of `a` is in `b` (both sorted).
