@@ -634,6 +634,14 @@ static zx_status_t events_open_locked(pid_t tid, zx_duration_t period, uint32_t 
   return ZX_OK;
 }
 
+// Whether each event a thread opened is still open under its descriptor.
+static bool events_intact(const int* fds, const uint64_t* ids) {
+  for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
+    if (fds[cpu] >= 0 && !zxs_linux_perf_fd_is(fds[cpu], ids[cpu])) return false;
+  }
+  return true;
+}
+
 static zx_status_t events_enable(const int* fds, const uint64_t* ids) {
   for (uint32_t cpu = 0; cpu < g_cpu_count; cpu++) {
     if (zxs_linux_perf_fd_is(fds[cpu], ids[cpu]) &&
@@ -906,8 +914,11 @@ zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, ui
   pthread_mutex_lock(&g_lock);
   thread_events_t* t = &g_threads[slot->index];
   zx_status_t status = ZX_ERR_NO_RESOURCES;
-  // The events a stop kept for this slot serve when they are this thread's at this period.
-  if (t->parked && (t->tid != tid || t->period != period)) thread_close_locked(t);
+  // The events a stop kept for this slot serve when they are this thread's at this period, and
+  // all still ours (the program may have closed a descriptor meanwhile).
+  if (t->parked && (t->tid != tid || t->period != period || !events_intact(t->fds, t->ids))) {
+    thread_close_locked(t);
+  }
   if (t->slot == NULL && ensure_collector_locked() && (status = rings_ensure_locked()) == ZX_OK &&
       (t->parked || (status = thread_open_locked(t, tid, period)) == ZX_OK)) {
     if (t->parked) g_parked--;
