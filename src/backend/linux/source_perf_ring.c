@@ -507,7 +507,11 @@ fail:
   return false;
 }
 
+// After an arm: the collector waits without a timeout only while no thread is armed, so the
+// arm that armed the first thread wakes it; after that it drains as the rings fill and every
+// DRAIN_INTERVAL_MS (a wake for each arm cost every start a write and a lock handover a thread).
 static void wake_collector_locked(void) {
+  if (g_armed != 1) return;
   const uint64_t one = 1;
   ssize_t put = write(g_wake, &one, sizeof(one));
   (void)put;
@@ -931,7 +935,7 @@ zx_status_t zxs_linux_ring_arm(zxs_thread_slot_t* slot, zx_duration_t period, ui
     g_armed++;
     status = events_enable(t->fds, t->ids);
     if (status == ZX_OK) {
-      wake_collector_locked();  // it may be waiting with no timeout
+      wake_collector_locked();
     } else {
       zxs_linux_unpublish(slot);
       tid_remove_locked(&g_tids, tid);
