@@ -1616,8 +1616,9 @@ static void spin_cpu_ms(int ms) {
   } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 }
 
+// Spins until g_stop; its tid in *arg first.
 static void* spin_until_stopped(void* arg) {
-  (void)arg;
+  atomic_store((_Atomic int*)arg, (int)syscall(SYS_gettid));
   while (!atomic_load(&g_stop)) spin_cpu_ms(1);
   return NULL;
 }
@@ -1635,7 +1636,9 @@ static void test_stop_parks_thread_events(void** state) {
   const int before = count_perf_fds();
   zx_handle_t iob = new_session(ZX_USEC(500), 1u << 20);
   pthread_t helper;
-  assert_int_equal(pthread_create(&helper, NULL, spin_until_stopped, NULL), 0);
+  static _Atomic int helper_tid;
+  atomic_store(&helper_tid, 0);
+  assert_int_equal(pthread_create(&helper, NULL, spin_until_stopped, (void*)&helper_tid), 0);
   attach_pthread(iob, helper);
   assert_int_equal(zx_sampler_attach(iob, zx_thread_self()), ZX_OK);
 
@@ -1665,6 +1668,10 @@ static void test_stop_parks_thread_events(void** state) {
   atomic_store(&g_stop, true);
   assert_int_equal(pthread_join(helper, NULL), 0);
   atomic_store(&g_stop, false);
+  // pthread_join returns as the thread leaves its memory, before the kernel has reaped it:
+  // until then a start still finds it (and its exit watch has not fired yet).
+  for (int i = 0; i < 10000 && task_exists(atomic_load(&helper_tid)); i++) sleep_ms(1);
+  assert_false(task_exists(atomic_load(&helper_tid)));
   assert_int_equal(zx_sampler_start(iob), ZX_OK);
   running = perf_event_ids(&running_count);
   assert_int_equal(zx_sampler_stop(iob), ZX_OK);
