@@ -338,10 +338,21 @@ static void test_xz(void** state) {
   }
   close(fd);
   char* argv[] = {"/usr/bin/xz", "-9", "-T1", "-c", path, NULL};
-  const bool ok = capture(argv);
+  // Twice at most, as capture_and_compare (which would leave the file behind on a skip): one
+  // ASan run under load got 4000 samples all of depth 1 from both unwinders, once in many.
+  bool ok = true;
+  double share = 0;
+  for (int attempt = 0; attempt < 2 && ok && share < 0.95; attempt++) {
+    ok = capture(argv);
+    if (ok) share = compare_unwinders("xz -9");
+    if (ok && share < 0.95) {
+      print_message("xz -9: capture %d: own share %.2f%% below 95%%, %zu mappings\n", attempt + 1,
+                    100.0 * share, g_cap.map_count);
+    }
+  }
   unlink(path);
   if (!ok) skip();
-  assert_true(compare_unwinders("xz -9") >= 0.95);
+  assert_true(share >= 0.95);
 }
 
 static void test_python3(void** state) {
