@@ -70,6 +70,7 @@ struct record_perf {
   size_t ring_cut;    // the smallest sampling ring the locked-memory limit allowed, if it cut any
   size_t ring_limit;  // the most a sampling ring may take: its share once the limit cut one
   uint32_t copy_cut;  // the stack copy the cut rings made the samples take (0: not cut)
+  bool copy_fixed;    // the user chose the stack copy: never cut (options.stack_copy_fixed)
   size_t page;
   uint64_t scratch[65536 / 8];  // one record, copied out of a ring
 };
@@ -137,10 +138,10 @@ static uint32_t copy_for_ring(uint32_t copy, size_t size) {
 // Opens an event of `tid` on `cpu` into `rings`; the first one of a CPU gets the ring (of
 // `ring_bytes`), later ones write to it (PERF_EVENT_IOC_SET_OUTPUT, which needs both on the same
 // CPU). The fd in *out_fd. When the locked-memory limit cuts a ring, *attr follows it (its
-// wake-up threshold and, unless `copy_fixed`, its stack copy) for this event and those opened
-// with it after.
+// wake-up threshold and, for a sampling ring, its stack copy unless the user chose it) for this
+// event and those opened with it after.
 static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t tid, int cpu,
-                     struct perf_event_attr* attr, bool copy_fixed, int* out_fd) {
+                     struct perf_event_attr* attr, int* out_fd) {
   const struct perf_event_attr opened = *attr;
   int fd = zxs_linux_perf_event_open(attr, tid, cpu);  // no group, close-on-exec
   if (fd < 0) return -errno;
@@ -177,7 +178,7 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
   }
   if (sampling && p->ring_limit != 0) {
     if (p->ring_cut == 0 || size < p->ring_cut) p->ring_cut = size;
-    if (!copy_fixed) {
+    if (!p->copy_fixed) {
       attr->sample_stack_user = copy_for_ring(attr->sample_stack_user, size);
       if (attr->sample_stack_user != opened.sample_stack_user) {
         p->copy_cut = attr->sample_stack_user;
@@ -214,10 +215,10 @@ static int open_into(record_perf_t* p, ring_t* rings, size_t ring_bytes, pid_t t
 static int open_on_cpu(record_perf_t* p, const record_perf_options_t* o, pid_t tid, int cpu,
                        struct perf_event_attr* attrs) {
   int fd = -1;
-  int err = open_into(p, p->sb_rings, RECORD_SIDE_BAND_RING_BYTES, tid, cpu, &attrs[1], true, &fd);
+  int err = open_into(p, p->sb_rings, RECORD_SIDE_BAND_RING_BYTES, tid, cpu, &attrs[1], &fd);
   if (err != 0 || o->side_band_only) return err;
   fd = -1;
-  err = open_into(p, p->rings, o->ring_bytes, tid, cpu, &attrs[0], o->stack_copy_fixed, &fd);
+  err = open_into(p, p->rings, o->ring_bytes, tid, cpu, &attrs[0], &fd);
   if (fd >= 0 &&
       zxs_array_grow((void**)&p->mains, &p->main_cap, p->main_count + 1, sizeof(*p->mains))) {
     p->mains[p->main_count++] = (main_event_t){.fd = fd, .tid = tid};
@@ -274,7 +275,7 @@ static void open_runtime_on_cpu(record_perf_t* p, const record_perf_options_t* o
     runtime_attr(o, kEvents[i].type, config, &attr);
     attr.exclude_kernel = kEvents[i].type == PERF_TYPE_SOFTWARE && p->rt_user_faults;
     int fd = -1;
-    int err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, true, &fd);
+    int err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, &fd);
     if (fd < 0 && (err == -EACCES || err == -EPERM) && kEvents[i].type == PERF_TYPE_SOFTWARE &&
         !attr.exclude_kernel) {
       // No right to kernel events: faults taken in user mode only.
@@ -284,7 +285,7 @@ static void open_runtime_on_cpu(record_perf_t* p, const record_perf_options_t* o
                "perf_event_paranoid <= 1 or CAP_PERFMON)");
       p->rt_user_faults = true;
       attr.exclude_kernel = 1;
-      err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, true, &fd);
+      err = open_into(p, p->rt_rings, RT_RING_BYTES, tid, cpu, &attr, &fd);
     }
     if (err == -ESRCH) return;  // the thread exited meanwhile
     uint64_t id = 0;
@@ -440,6 +441,7 @@ record_perf_t* record_perf_open(const record_perf_options_t* o, char* error, siz
   }
   p->cpus = (int)cpus;
   p->page = (size_t)sysconf(_SC_PAGESIZE);
+  p->copy_fixed = o->stack_copy_fixed;
   p->rings = calloc((size_t)cpus, sizeof(*p->rings));
   p->rt_rings = calloc((size_t)cpus, sizeof(*p->rt_rings));
   p->sb_rings = calloc((size_t)cpus, sizeof(*p->sb_rings));
